@@ -1,0 +1,129 @@
+"""Typed, frozen options of the schemes that need more than a secret.
+
+They are fields of :class:`hookinbox.config.Source` (``[sources.NAME.hmac]`` and so on) and
+are validated with it at start-up. This module must not import :mod:`hookinbox.config`:
+the config imports it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+
+#: Every value a source's ``scheme`` may take.
+SCHEME_NAMES = ("github", "hmac", "sdk", "shopify", "slack", "standard-webhooks", "stripe")
+
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~\-]+$")
+_POINTER = re.compile(r"^(/([^/~]|~[01])*)+$")
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def check_header_name(value: str) -> str:
+    if not _HEADER_NAME.match(value):
+        raise ValueError(f"{value!r} is not an HTTP header name")
+    return value.lower()
+
+
+def check_pointer(value: str) -> str:
+    """A JSON pointer (RFC 6901) naming a field: ``/data/id``; the whole body is refused."""
+    if not _POINTER.match(value):
+        raise ValueError(f"{value!r} is not a JSON pointer to a field (e.g. /data/id)")
+    return value
+
+
+class HmacOptions(_Options):
+    """``scheme = "hmac"``: a provider that signs with a shared secret in its own way.
+
+    ``signed_content`` is a template over the raw bytes: ``{body}`` (exactly once), and
+    ``{timestamp}`` / ``{id}`` for the values of ``timestamp_header`` / ``id_header``.
+    """
+
+    header: str
+    algorithm: Literal["sha1", "sha256", "sha512"] = "sha256"
+    encoding: Literal["hex", "base64"] = "hex"
+    #: Text before the digest in the header, e.g. ``sha256=``.
+    prefix: str = ""
+    timestamp_header: str | None = None
+    signed_content: str = "{body}"
+    id_header: str | None = None
+    id_pointer: str | None = None
+    type_header: str | None = None
+    type_pointer: str | None = "/type"
+
+    @field_validator("header", "timestamp_header", "id_header", "type_header")
+    @classmethod
+    def _header(cls, value: str | None) -> str | None:
+        return None if value is None else check_header_name(value)
+
+    @field_validator("id_pointer", "type_pointer")
+    @classmethod
+    def _pointer(cls, value: str | None) -> str | None:
+        return None if value is None else check_pointer(value)
+
+    @model_validator(mode="after")
+    def _template(self) -> HmacOptions:
+        if self.signed_content.count("{body}") != 1:
+            raise ValueError("signed_content must contain {body} exactly once")
+        if "{timestamp}" in self.signed_content and self.timestamp_header is None:
+            raise ValueError("signed_content uses {timestamp} but timestamp_header is not set")
+        if "{id}" in self.signed_content and self.id_header is None:
+            raise ValueError("signed_content uses {id} but id_header is not set")
+        if self.id_header is not None and self.id_pointer is not None:
+            raise ValueError("set id_header or id_pointer, not both")
+        if self.type_header is not None and self.type_pointer not in (None, "/type"):
+            raise ValueError("set type_header or type_pointer, not both")
+        return self
+
+
+class ShopifyOptions(_Options):
+    """``scheme = "shopify"``: which delivery header identifies an event."""
+
+    #: ``event``: ``X-Shopify-Event-Id``, the header Shopify's "Ignore duplicate webhooks"
+    #: page names (same value = same event, even across subscriptions). ``webhook``:
+    #: ``X-Shopify-Webhook-Id``, one per delivery (older guidance; stable across retries).
+    dedup_on: Literal["event", "webhook"] = "event"
+
+
+SdkProvider = Literal["openai", "standardwebhooks", "svix", "stripe"]
+
+
+class SdkOptions(_Options):
+    """``scheme = "sdk"``: delegate the signature check to the provider's own library."""
+
+    provider: SdkProvider
+
+
+class FingerprintPolicy(_Options):
+    """How to name an event whose provider sends no id: ``fp:`` + SHA-256 of these values.
+
+    Name only documented, stable fields that identify the event (a task id and its
+    status, an order id and its version) -- never a prompt, a secret or a temporary URL.
+    """
+
+    #: JSON pointers into the body, in order.
+    fields: tuple[str, ...] = ()
+    #: Header names whose values take part, after the fields.
+    headers: tuple[str, ...] = ()
+
+    @field_validator("fields")
+    @classmethod
+    def _pointers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(check_pointer(v) for v in value)
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(check_header_name(v) for v in value)
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> FingerprintPolicy:
+        if not self.fields and not self.headers:
+            raise ValueError("a fingerprint needs at least one field or header")
+        if len(set(self.fields)) != len(self.fields) or len(set(self.headers)) != len(self.headers):
+            raise ValueError("a fingerprint names each field or header once")
+        return self

@@ -1,0 +1,155 @@
+"""Scheme name -> verifier and signer factories. A source's ``scheme`` picks one.
+
+``build_verifier`` runs once per source at start-up; every :class:`ConfigError` a scheme
+raises about its secrets or options comes out naming the source's key, and never the
+secret itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from hookinbox.config import Source
+from hookinbox.errors import ConfigError
+from hookinbox.verify.base import Signer, Verifier
+from hookinbox.verify.generic_hmac import HmacSigner, HmacVerifier
+from hookinbox.verify.github import GitHubSigner, GitHubVerifier
+from hookinbox.verify.options import SCHEME_NAMES, HmacOptions, SdkOptions
+from hookinbox.verify.sdk import SdkVerifier
+from hookinbox.verify.shopify import ShopifySigner, ShopifyVerifier
+from hookinbox.verify.slack import SlackSigner, SlackVerifier
+from hookinbox.verify.standard_webhooks import StandardWebhooksSigner, StandardWebhooksVerifier
+from hookinbox.verify.stripe import StripeSigner, StripeVerifier
+
+
+@dataclass(frozen=True)
+class Scheme:
+    name: str
+    verifier: Callable[[Source, Sequence[str]], Verifier]
+    signer: Callable[[Source, str], Signer]
+
+
+def _hmac_options(source: Source) -> HmacOptions:
+    if source.hmac is None:  # refused by the config already; kept for library callers
+        raise ConfigError("hmac: scheme 'hmac' needs a [sources.NAME.hmac] table")
+    return source.hmac
+
+
+def _sdk_options(source: Source) -> SdkOptions:
+    if source.sdk is None:
+        raise ConfigError("sdk: scheme 'sdk' needs a [sources.NAME.sdk] table")
+    return source.sdk
+
+
+def _sdk_signer(source: Source, secret: str) -> Signer:
+    # The official libraries verify what the provider sends; the built-in signers produce it.
+    if _sdk_options(source).provider == "stripe":
+        return StripeSigner(secret)
+    return StandardWebhooksSigner(secret)
+
+
+SCHEMES: dict[str, Scheme] = {
+    scheme.name: scheme
+    for scheme in (
+        Scheme(
+            name="standard-webhooks",
+            verifier=lambda source, secrets: StandardWebhooksVerifier(
+                secrets, tolerance_seconds=source.tolerance_seconds
+            ),
+            signer=lambda source, secret: StandardWebhooksSigner(secret),
+        ),
+        Scheme(
+            name="stripe",
+            verifier=lambda source, secrets: StripeVerifier(
+                secrets,
+                tolerance_seconds=source.tolerance_seconds,
+                fingerprint=source.fingerprint,
+            ),
+            signer=lambda source, secret: StripeSigner(secret),
+        ),
+        Scheme(
+            name="github",
+            verifier=lambda source, secrets: GitHubVerifier(
+                secrets, fingerprint=source.fingerprint
+            ),
+            signer=lambda source, secret: GitHubSigner(secret),
+        ),
+        Scheme(
+            name="shopify",
+            verifier=lambda source, secrets: ShopifyVerifier(
+                secrets, options=source.shopify, fingerprint=source.fingerprint
+            ),
+            signer=lambda source, secret: ShopifySigner(secret),
+        ),
+        Scheme(
+            name="slack",
+            verifier=lambda source, secrets: SlackVerifier(
+                secrets,
+                tolerance_seconds=source.tolerance_seconds,
+                fingerprint=source.fingerprint,
+            ),
+            signer=lambda source, secret: SlackSigner(secret),
+        ),
+        Scheme(
+            name="hmac",
+            verifier=lambda source, secrets: HmacVerifier(
+                secrets,
+                options=_hmac_options(source),
+                tolerance_seconds=source.tolerance_seconds,
+                fingerprint=source.fingerprint,
+            ),
+            signer=lambda source, secret: HmacSigner(secret, options=_hmac_options(source)),
+        ),
+        Scheme(
+            name="sdk",
+            verifier=lambda source, secrets: SdkVerifier(
+                secrets,
+                provider=_sdk_options(source).provider,
+                tolerance_seconds=source.tolerance_seconds,
+                fingerprint=source.fingerprint,
+            ),
+            signer=_sdk_signer,
+        ),
+    )
+}
+assert set(SCHEMES) == set(SCHEME_NAMES), "options.SCHEME_NAMES and SCHEMES must agree"
+
+
+def scheme_for(source: Source, where: str) -> Scheme:
+    try:
+        return SCHEMES[source.scheme]
+    except KeyError:
+        known = ", ".join(sorted(SCHEMES))
+        raise ConfigError(
+            f"{where}.scheme: unknown scheme {source.scheme!r} (known: {known})"
+        ) from None
+
+
+_T = TypeVar("_T")
+#: A scheme's ConfigError about one of its options starts with that key: ``sdk.provider: ...``.
+_OPTION_KEY = re.compile(r"^[a-z_]+(\.[a-z_]+)*: ")
+
+
+def _naming(where: str, source: Source, build: Callable[[], _T]) -> _T:
+    try:
+        return build()
+    except ConfigError as exc:
+        message = exc.message
+        if _OPTION_KEY.match(message):
+            raise ConfigError(f"{where}.{message}") from None
+        raise ConfigError(f"{where}.secret_env ({source.secret_env}): {message}") from None
+
+
+def build_verifier(name: str, source: Source) -> Verifier:
+    where = f"sources.{name}"
+    scheme = scheme_for(source, where)
+    return _naming(where, source, lambda: scheme.verifier(source, source.secrets()))
+
+
+def build_signer(name: str, source: Source, secret: str) -> Signer:
+    where = f"sources.{name}"
+    scheme = scheme_for(source, where)
+    return _naming(where, source, lambda: scheme.signer(source, secret))
