@@ -1,0 +1,144 @@
+"""What a route runs: a Python handler (sync or async) or a forward to an internal URL."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from hookinbox.config import Config, Route
+from hookinbox.effects import JobContext, SyncJobContext
+from hookinbox.errors import ConfigError, HookinboxError
+
+
+@dataclass(frozen=True)
+class Event:
+    """The event a handler receives. ``payload`` is the verified, parsed body."""
+
+    delivery_id: str
+    source: str
+    event_id: str
+    type: str
+    payload: dict[str, Any]
+    body: bytes
+    headers: dict[str, str]
+    attempt: int
+
+
+class ActionError(HookinboxError):
+    """The action failed; the job will be retried or dead-lettered with this code."""
+
+    code = "action_failed"
+
+    def __init__(self, code: str, message: str | None = None) -> None:
+        super().__init__(message or code)
+        self.code = code
+
+
+class Action(Protocol):
+    async def run(self, event: Event, ctx: JobContext) -> str | None:
+        """Do the work; return a business id (or None). Raise to fail the attempt."""
+        ...
+
+
+def load_callable(path: str, where: str) -> Callable[..., Any]:
+    module_name, _, attr = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"{where}: cannot import module {module_name!r} ({exc})") from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise ConfigError(f"{where}: {module_name!r} has no callable {attr!r}")
+    return fn  # type: ignore[no-any-return]
+
+
+class HandlerAction:
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self._fn = fn
+        self._is_async = inspect.iscoroutinefunction(fn)
+
+    async def run(self, event: Event, ctx: JobContext) -> str | None:
+        if self._is_async:
+            result = await self._fn(event, ctx)
+        else:
+            sync_ctx = SyncJobContext(ctx, asyncio.get_running_loop())
+            result = await asyncio.to_thread(self._fn, event, sync_ctx)
+        if isinstance(result, str | int) and not isinstance(result, bool):
+            return str(result)
+        return ctx.business_id
+
+
+class ForwardAction:
+    """POST the raw body to an internal URL with ``Idempotency-Key`` = the job's stable id.
+
+    Any 2xx is success; any other status, a timeout, a refused connection or a DNS
+    failure is a failed attempt with a short code (``http_503``, ``timeout``,
+    ``connect_error``), so the worker retries it with backoff and dead-letters it at the end.
+    """
+
+    def __init__(self, url: str, timeout: float, client: httpx.AsyncClient) -> None:
+        self._url = url
+        self._timeout = timeout
+        self._client = client
+
+    async def run(self, event: Event, ctx: JobContext) -> str | None:
+        headers = dict(event.headers)
+        headers["idempotency-key"] = ctx.job_id
+        headers["x-hookinbox-delivery-id"] = event.delivery_id
+        headers["x-hookinbox-event-id"] = event.event_id
+        headers["x-hookinbox-event-type"] = event.type
+        headers["x-hookinbox-attempt"] = str(event.attempt)
+        headers.setdefault("content-type", "application/json")
+        try:
+            response = await self._client.post(
+                self._url, content=event.body, headers=headers, timeout=self._timeout
+            )
+        except httpx.TimeoutException:
+            raise ActionError("timeout") from None
+        except httpx.ConnectError as exc:
+            code = "dns_error" if "name" in str(exc).lower() else "connect_error"
+            raise ActionError(code) from None
+        except httpx.HTTPError as exc:
+            raise ActionError("http_error", type(exc).__name__) from None
+        if not 200 <= response.status_code < 300:
+            raise ActionError(f"http_{response.status_code}")
+        return _business_id_from_answer(response)
+
+
+def _business_id_from_answer(response: httpx.Response) -> str | None:
+    """An internal service may answer ``{"id": ...}``: that becomes the business id."""
+    if "json" not in response.headers.get("content-type", ""):
+        return None
+    try:
+        answer = json.loads(response.content)
+    except ValueError:
+        return None
+    if isinstance(answer, dict) and isinstance(answer.get("id"), str | int):
+        return str(answer["id"])
+    return None
+
+
+def build_actions(
+    config: Config, client: httpx.AsyncClient
+) -> dict[tuple[str, str], Action]:
+    """Every (source, action) of the config, resolved now so a typo fails at start-up."""
+    actions: dict[tuple[str, str], Action] = {}
+    for name, source in config.sources.items():
+        for index, route in enumerate(source.routes):
+            where = f"sources.{name}.routes.{index}"
+            actions[(name, route.action)] = _build(route, where, client)
+    return actions
+
+
+def _build(route: Route, where: str, client: httpx.AsyncClient) -> Action:
+    if route.handler is not None:
+        return HandlerAction(load_callable(route.handler, f"{where}.handler"))
+    assert route.forward is not None
+    return ForwardAction(route.forward, route.forward_timeout_seconds, client)

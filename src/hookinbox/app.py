@@ -1,0 +1,76 @@
+"""The inbox: one store, one receiver and (optionally) the workers, as an ASGI app.
+
+Standalone, ``hookinbox serve`` runs :attr:`Inbox.app` under uvicorn. As a library, mount
+it in your own Starlette or FastAPI app and give that app the inbox's lifespan (a mounted
+app's own lifespan is not run by Starlette)::
+
+    inbox = Inbox(load_config("hookinbox.toml"))
+    app = Starlette(routes=[Mount("/hooks", inbox.app)], lifespan=inbox.lifespan)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from hookinbox.config import Config
+from hookinbox.http.health import healthz, readyz_endpoint
+from hookinbox.http.webhooks import webhook_endpoint
+from hookinbox.ingest import Receiver
+from hookinbox.logs import get_logger
+from hookinbox.store import Store, open_store_for
+from hookinbox.worker import WorkerPool
+
+log = get_logger("hookinbox.app")
+
+
+class Inbox:
+    def __init__(
+        self, config: Config, *, run_workers: bool = True, store: Store | None = None
+    ) -> None:
+        self.config = config
+        self.store = store or open_store_for(config.database)
+        self.receiver = Receiver(config, self.store)
+        self.workers = WorkerPool(config, self.store) if run_workers else None
+        self._stop = asyncio.Event()
+        self._worker_task: asyncio.Task[None] | None = None
+        self.app = Starlette(
+            routes=[
+                Route(
+                    "/webhooks/{source}",
+                    webhook_endpoint(self.receiver),  # type: ignore[arg-type]
+                    methods=["POST"],
+                ),
+                Route("/healthz", healthz, methods=["GET"]),
+                Route("/readyz", readyz_endpoint(self.store), methods=["GET"]),
+            ],
+            lifespan=self.lifespan,
+        )
+
+    async def start(self) -> None:
+        await self.store.open()
+        self._stop.clear()
+        if self.workers is not None:
+            self._worker_task = asyncio.create_task(self.workers.run(self._stop))
+        log.info("inbox_started", sources=sorted(self.config.sources), workers=bool(self.workers))
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._worker_task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker_task
+            self._worker_task = None
+        await self.store.close()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Any = None) -> AsyncIterator[None]:
+        await self.start()
+        try:
+            yield
+        finally:
+            await self.stop()

@@ -1,0 +1,290 @@
+"""The TOML configuration: frozen value objects validated once, at start-up.
+
+Every validation error names the key it is about (``sources.openai.routes.0.handler``) in
+one line, because that line is what an operator sees when ``hookinbox serve`` refuses to
+start. Secrets are never part of the file: a source names the environment variable that
+holds them (``secret_env``) and they are read only at the edge, by :meth:`Source.secrets`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from hookinbox.errors import ConfigError
+from hookinbox.verify.fingerprint import refuse_unsafe
+from hookinbox.verify.options import (
+    SCHEME_NAMES,
+    FingerprintPolicy,
+    HmacOptions,
+    SdkOptions,
+    ShopifyOptions,
+    check_header_name,
+    check_pointer,
+)
+
+DEFAULT_CONFIG_PATH = "hookinbox.toml"
+CONFIG_ENV = "HOOKINBOX_CONFIG"
+
+#: Keys that would put a secret into the file itself. Refused wherever they appear.
+_SECRET_KEYS = frozenset({"secret", "secrets", "signing_secret", "webhook_secret", "api_key"})
+_SECRET_VALUE = re.compile(r"^(whsec_|whpk_|whsk_|sk_live_|sk_test_|xoxb-|xoxp-)")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def parse_duration(value: str | float | int) -> float:
+    """Seconds from ``90``, ``"90s"``, ``"15m"``, ``"72h"`` or ``"30d"``."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError("a duration cannot be negative")
+        return float(value)
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"not a duration: {value!r} (use e.g. 90s, 15m, 72h, 30d)")
+    return float(match.group(1)) * _DURATION_UNITS[match.group(2) or "s"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Route(_Frozen):
+    """Which events of a source run which action."""
+
+    events: tuple[str, ...] = ("*",)
+    action: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.\-]+$")
+    handler: str | None = None
+    forward: str | None = None
+    forward_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+
+    @field_validator("events")
+    @classmethod
+    def _events_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value or any(not e for e in value):
+            raise ValueError("events must list at least one event name or glob")
+        return value
+
+    @field_validator("handler")
+    @classmethod
+    def _handler_path(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", value):
+            raise ValueError("handler must look like 'package.module:function'")
+        return value
+
+    @field_validator("forward")
+    @classmethod
+    def _forward_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError("forward must be an http:// or https:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one_target(self) -> Route:
+        if (self.handler is None) == (self.forward is None):
+            raise ValueError("a route needs exactly one of 'handler' or 'forward'")
+        return self
+
+    def matches(self, event_type: str) -> bool:
+        return any(fnmatch.fnmatchcase(event_type, pattern) for pattern in self.events)
+
+
+class Source(_Frozen):
+    """One webhook endpoint: ``POST /webhooks/{name}``."""
+
+    scheme: str = "standard-webhooks"
+    secret_env: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    tolerance_seconds: int = Field(default=300, ge=1, le=86400)
+    max_body_bytes: int = Field(default=1_048_576, ge=1, le=64 * 1_048_576)
+    routes: tuple[Route, ...] = ()
+    #: Scheme options; each table is allowed only with its scheme (see docs/schemes.md).
+    hmac: HmacOptions | None = Field(default=None, validate_default=True)
+    shopify: ShopifyOptions | None = None
+    sdk: SdkOptions | None = Field(default=None, validate_default=True)
+    #: JSON pointers and header names a fingerprint may never use (prompts, temporary URLs).
+    fingerprint_forbidden: tuple[str, ...] = ()
+    #: How to name events that arrive without an id (``fp:`` + SHA-256 of these values).
+    fingerprint: FingerprintPolicy | None = Field(default=None, validate_default=True)
+
+    @field_validator("scheme")
+    @classmethod
+    def _known_scheme(cls, value: str) -> str:
+        if value not in SCHEME_NAMES:
+            raise ValueError(f"unknown scheme {value!r} (known: {', '.join(SCHEME_NAMES)})")
+        return value
+
+    @field_validator("hmac", "shopify", "sdk")
+    @classmethod
+    def _options_match_scheme(cls, value: object, info: ValidationInfo) -> object:
+        scheme, table = info.data.get("scheme"), info.field_name
+        if value is not None and scheme is not None and scheme != table:
+            raise ValueError(f"these options apply only to scheme = {table!r}, not {scheme!r}")
+        if value is None and scheme == table and table in ("hmac", "sdk"):
+            raise ValueError(f"scheme = {table!r} needs a [sources.NAME.{table}] table")
+        return value
+
+    @field_validator("fingerprint_forbidden")
+    @classmethod
+    def _forbidden_entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(check_pointer(v) if v.startswith("/") else check_header_name(v) for v in value)
+
+    @field_validator("fingerprint")
+    @classmethod
+    def _safe_fingerprint(
+        cls, value: FingerprintPolicy | None, info: ValidationInfo
+    ) -> FingerprintPolicy | None:
+        if value is not None:
+            refuse_unsafe(value, info.data.get("fingerprint_forbidden", ()))
+        options = info.data.get("hmac")
+        if value is None and isinstance(options, HmacOptions):
+            if options.id_header is None and options.id_pointer is None:
+                raise ValueError(
+                    "scheme 'hmac' without hmac.id_header or hmac.id_pointer needs a "
+                    "fingerprint policy"
+                )
+        return value
+
+    @field_validator("routes")
+    @classmethod
+    def _unique_actions(cls, value: tuple[Route, ...]) -> tuple[Route, ...]:
+        seen: set[str] = set()
+        for route in value:
+            if route.action in seen:
+                raise ValueError(f"action {route.action!r} appears twice; actions are unique")
+            seen.add(route.action)
+        return value
+
+    def secrets(self) -> list[str]:
+        """The source's secrets, read from the environment now (several allow rotation)."""
+        raw = os.environ.get(self.secret_env, "")
+        return raw.split()
+
+    def routes_for(self, event_type: str) -> list[Route]:
+        return [route for route in self.routes if route.matches(event_type)]
+
+
+class Worker(_Frozen):
+    concurrency: int = Field(default=4, ge=1, le=256)
+    max_attempts: int = Field(default=8, ge=1, le=100)
+    backoff_base_seconds: float = Field(default=1.0, gt=0, le=3600)
+    backoff_max_seconds: float = Field(default=300.0, gt=0, le=86400)
+    lease_seconds: float = Field(default=30.0, ge=1, le=86400)
+    poll_interval_seconds: float = Field(default=1.0, gt=0, le=60)
+
+    @model_validator(mode="after")
+    def _backoff_order(self) -> Worker:
+        if self.backoff_max_seconds < self.backoff_base_seconds:
+            raise ValueError("backoff_max_seconds must be at least backoff_base_seconds")
+        return self
+
+
+class Server(_Frozen):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    #: Most reservations written in one commit.
+    batch_max: int = Field(default=256, ge=1, le=10000)
+    #: How long the first reservation of a batch waits for others, in milliseconds.
+    batch_wait_ms: float = Field(default=1.0, ge=0, le=100)
+
+
+class Config(_Frozen):
+    database: str = "sqlite:///var/hookinbox.db"
+    sources: dict[str, Source] = Field(default_factory=dict)
+    worker: Worker = Worker()
+    server: Server = Server()
+
+    @field_validator("database")
+    @classmethod
+    def _database_url(cls, value: str) -> str:
+        if not (value.startswith("sqlite:///") or re.match(r"^postgres(ql)?://", value)):
+            raise ValueError("database must be sqlite:///PATH or postgresql://...")
+        return value
+
+    @field_validator("sources")
+    @classmethod
+    def _source_names(cls, value: dict[str, Source]) -> dict[str, Source]:
+        for name in value:
+            if not re.match(r"^[A-Za-z0-9_\-]{1,64}$", name):
+                raise ValueError(f"source name {name!r} may hold only letters, digits, _ and -")
+        return value
+
+    def source(self, name: str) -> Source | None:
+        return self.sources.get(name)
+
+    def require_secrets(self) -> None:
+        """Refuse to serve a source whose secret variable is unset or empty."""
+        for name, source in self.sources.items():
+            if not source.secrets():
+                raise ConfigError(
+                    f"sources.{name}.secret_env: environment variable "
+                    f"{source.secret_env} is not set or empty"
+                )
+
+
+def _refuse_secrets(data: Any, path: str) -> None:
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            where = f"{path}.{key}" if path else str(key)
+            if str(key).lower() in _SECRET_KEYS:
+                raise ConfigError(
+                    f"{where}: secrets are never read from the config file; "
+                    "put them in an environment variable and name it in secret_env"
+                )
+            _refuse_secrets(value, where)
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            _refuse_secrets(value, f"{path}.{index}")
+    elif isinstance(data, str) and _SECRET_VALUE.match(data):
+        raise ConfigError(
+            f"{path}: this looks like a secret; secrets are never read from the config file"
+        )
+
+
+def config_from_mapping(data: Mapping[str, Any]) -> Config:
+    _refuse_secrets(data, "")
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "config"
+        message = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{where}: {message}") from None
+
+
+def resolve_config_path(path: str | None) -> Path:
+    return Path(path or os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG_PATH)
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Read and validate a config file; every failure is one :class:`ConfigError` line."""
+    file = resolve_config_path(str(path) if path is not None else None)
+    try:
+        with file.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {file}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    return config_from_mapping(data)
+
+
+StoreKind = Literal["sqlite", "postgres"]
+
+
+def store_kind(database: str) -> StoreKind:
+    return "sqlite" if database.startswith("sqlite:") else "postgres"

@@ -1,0 +1,112 @@
+"""The effects ledger: each external effect happens once, under a stable business key.
+
+A handler wraps every external call in ``ctx.effect(key, do, find)``. The ledger row for
+``key`` moves ``started -> recorded``:
+
+- recorded: the effect exists; its result is returned and nothing is called;
+- started but never recorded: a worker died between the external call and the record,
+  so the effect may exist. ``find(key)`` asks the external system; what it finds is
+  recorded. Only when it finds nothing (or there is no ``find``) is ``do`` called again;
+- unknown: the row is started, then ``do(key)`` runs and its result is recorded.
+
+``do`` receives the key so it can pass it on as the external API's own idempotency key,
+which closes the last gap (a crash after the call, with no ``find``). Results are small
+JSON (an id, a status); the ledger never holds a payload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hookinbox.logs import get_logger
+from hookinbox.store.base import Store
+
+log = get_logger("hookinbox.effects")
+
+EffectFn = Callable[[str], Any]
+
+
+async def _call(fn: EffectFn, key: str) -> Any:
+    result = fn(key)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+async def _call_in_thread(fn: EffectFn, key: str) -> Any:
+    """For sync handlers: their ``do``/``find`` may block, so never on the event loop."""
+    return await asyncio.to_thread(fn, key)
+
+
+def business_id_of(result: Any) -> str | None:
+    if isinstance(result, dict) and result.get("id") is not None:
+        return str(result["id"])
+    if isinstance(result, str | int):
+        return str(result)
+    return None
+
+
+@dataclass
+class JobContext:
+    """What a handler gets besides the event: the job's identity and the ledger."""
+
+    store: Store
+    job_id: str
+    delivery_id: str
+    attempt: int
+    trigger: str
+    #: The id of the last effect's result: becomes the job's business id.
+    business_id: str | None = None
+    effects: list[str] = field(default_factory=list)
+    invoke: Callable[[EffectFn, str], Awaitable[Any]] = _call
+
+    async def effect(self, key: str, do: EffectFn, find: EffectFn | None = None) -> Any:
+        """Make the effect under ``key`` once; return its (recorded) result."""
+        record = await self.store.get_effect(key)
+        if record is not None and record.state == "recorded":
+            log.info("effect_skipped", job_id=self.job_id, key_recorded=True)
+            return self._note(key, record.result)
+        if record is None:
+            record = await self.store.start_effect(key, self.job_id)
+            if record.state == "recorded":
+                return self._note(key, record.result)
+            result = await self.invoke(do, key)
+        else:
+            found = await self.invoke(find, key) if find is not None else None
+            if found is not None:
+                log.info("effect_found", job_id=self.job_id)
+                record = await self.store.record_effect(key, found)
+                return self._note(key, record.result)
+            result = await self.invoke(do, key)
+        record = await self.store.record_effect(key, result)
+        log.info("effect_recorded", job_id=self.job_id)
+        return self._note(key, record.result)
+
+    def _note(self, key: str, result: Any) -> Any:
+        self.effects.append(key)
+        business_id = business_id_of(result)
+        if business_id is not None:
+            self.business_id = business_id
+        return result
+
+
+class SyncJobContext:
+    """The same ledger for a plain (sync) handler running in a worker thread: each call
+    hops to the event loop and blocks this thread until it is done."""
+
+    def __init__(self, inner: JobContext, loop: asyncio.AbstractEventLoop) -> None:
+        inner.invoke = _call_in_thread
+        self._inner = inner
+        self._loop = loop
+        self.job_id = inner.job_id
+        self.delivery_id = inner.delivery_id
+        self.attempt = inner.attempt
+        self.trigger = inner.trigger
+
+    def effect(self, key: str, do: EffectFn, find: EffectFn | None = None) -> Any:
+        future = asyncio.run_coroutine_threadsafe(self._inner.effect(key, do, find), self._loop)
+        return future.result()

@@ -1,0 +1,140 @@
+"""Every error hookinbox raises on purpose, with a stable code.
+
+The tree::
+
+    HookinboxError
+    ├── ConfigError                  config_error       exit 2
+    ├── VerificationError            (HTTP 400)
+    │   ├── MissingHeaders           missing_headers
+    │   ├── InvalidSignature         invalid_signature
+    │   ├── TimestampOutOfTolerance  timestamp_out_of_tolerance
+    │   ├── MissingEventId           missing_event_id
+    │   └── MalformedJson            malformed_json
+    ├── UnknownSource                unknown_source     HTTP 404
+    ├── PayloadTooLarge              payload_too_large  HTTP 413
+    ├── SourcePaused                 source_paused      HTTP 503
+    ├── StoreError                   store_error        HTTP 503, exit 3
+    │   └── StoreUnavailable         store_unavailable  HTTP 503, exit 3
+    ├── NotFound                     not_found          HTTP 404, exit 4
+    └── OperationRefused             refused            HTTP 409, exit 5
+
+The HTTP layer (``hookinbox.http``) is the only place that maps these to statuses and the
+CLI the only place that maps them to exit codes; both read the attributes below. A
+docstring is the default message, so ``raise InvalidSignature()`` is enough. Messages
+never carry a payload or a secret: only ids, codes and key names.
+"""
+
+from __future__ import annotations
+
+
+class HookinboxError(Exception):
+    """hookinbox failed."""
+
+    code: str = "error"
+    http_status: int = 500
+    exit_code: int = 1
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or self.code).strip())
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+
+class ConfigError(HookinboxError):
+    """The configuration is not valid."""
+
+    code = "config_error"
+    exit_code = 2
+
+
+class VerificationError(HookinboxError):
+    """The delivery could not be authenticated."""
+
+    http_status = 400
+
+
+class MissingHeaders(VerificationError):
+    """A header the scheme requires is missing."""
+
+    code = "missing_headers"
+
+
+class InvalidSignature(VerificationError):
+    """No configured secret produces an offered signature."""
+
+    code = "invalid_signature"
+
+
+class TimestampOutOfTolerance(VerificationError):
+    """The signed timestamp is outside the tolerance window."""
+
+    code = "timestamp_out_of_tolerance"
+
+
+class MissingEventId(VerificationError):
+    """The delivery carries no event id and the source has no fingerprint policy."""
+
+    code = "missing_event_id"
+
+
+class MalformedJson(VerificationError):
+    """The body is not a JSON object."""
+
+    code = "malformed_json"
+
+
+class UnknownSource(HookinboxError):
+    """No source with that name is configured."""
+
+    code = "unknown_source"
+    http_status = 404
+    exit_code = 4
+
+
+class PayloadTooLarge(HookinboxError):
+    """The body is larger than the source's max_body_bytes."""
+
+    code = "payload_too_large"
+    http_status = 413
+
+
+class SourcePaused(HookinboxError):
+    """The source is paused by an operator; the provider should retry later."""
+
+    code = "source_paused"
+    http_status = 503
+
+
+class StoreError(HookinboxError):
+    """The store failed."""
+
+    code = "store_error"
+    #: Whatever went wrong in the store, the provider should retry later.
+    http_status = 503
+    exit_code = 3
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be reached or could not commit."""
+
+    code = "store_unavailable"
+    http_status = 503
+    exit_code = 3
+
+
+class NotFound(HookinboxError):
+    """No such record."""
+
+    code = "not_found"
+    http_status = 404
+    exit_code = 4
+
+
+class OperationRefused(HookinboxError):
+    """The operation was refused."""
+
+    code = "refused"
+    http_status = 409
+    exit_code = 5

@@ -1,0 +1,26 @@
+"""Example handlers for the quickstart and the benchmarks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hookinbox.actions import Event
+from hookinbox.effects import JobContext
+from hookinbox.logs import get_logger
+
+log = get_logger("hookinbox.examples")
+
+
+async def create_crm_task(event: Event, ctx: JobContext) -> None:
+    """Pretend to create a CRM task, once per event, under the key event id + action."""
+
+    def create(key: str) -> dict[str, Any]:
+        # A real handler calls the CRM here, passing ``key`` as its idempotency key.
+        return {"id": f"task-{event.event_id}"}
+
+    await ctx.effect(f"crm-task:{event.event_id}", create)
+    log.info("crm_task_created", event_id=event.event_id, business_id=ctx.business_id)
+
+
+async def noop(event: Event, ctx: JobContext) -> None:
+    """Does nothing; for benchmarks."""

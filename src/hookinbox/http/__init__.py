@@ -1,0 +1,1 @@
+"""The HTTP surface: webhooks, health (and later metrics and admin)."""

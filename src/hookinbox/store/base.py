@@ -1,0 +1,268 @@
+"""The store interface: everything hookinbox keeps, behind one contract, two backends.
+
+SQLite (embedded, one file, WAL) and PostgreSQL (production, scale-out) implement the
+same methods with the same meaning; the contract tests in ``tests/store`` run against
+both and never import a concrete backend. Times come from the database clock, never a
+worker's, so leases and due times agree across processes and hosts. Every driver error
+is wrapped where it happens: a connection failure or failed commit is
+:class:`~hookinbox.errors.StoreUnavailable`, so the receiver can answer 503.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+JobState = Literal["accepted", "processing", "completed", "failed"]
+JOB_STATES: tuple[JobState, ...] = ("accepted", "processing", "completed", "failed")
+DeliveryStatus = Literal["accepted", "processing", "completed", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    id: str
+    action: str
+
+
+@dataclass(frozen=True, slots=True)
+class NewDelivery:
+    """A verified delivery ready to be reserved, with the jobs its routes produce."""
+
+    id: str
+    source: str
+    event_id: str
+    event_type: str
+    body_sha256: str
+    body: bytes
+    #: The headers a forward needs again (content type and the provider's signature headers).
+    headers: dict[str, str]
+    jobs: tuple[NewJob, ...]
+    max_attempts: int
+    #: How many identical deliveries of this event the batch folded into this one.
+    seen: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """The answer to one reservation: accepted (first time) or duplicate."""
+
+    outcome: Literal["accepted", "duplicate"]
+    delivery_id: str
+    #: A duplicate whose body hash differs from the first delivery's.
+    conflict: bool = False
+    #: The body hash recorded by the first delivery (to log both on a conflict).
+    first_body_sha256: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """A job leased to one worker until ``lease_expires_at``; ``lease_token`` proves it."""
+
+    id: str
+    delivery_id: str
+    source: str
+    action: str
+    attempts: int
+    max_attempts: int
+    lease_token: str
+    event_id: str
+    event_type: str
+    trigger: str
+    #: None once the payload is purged.
+    body: bytes | None
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class EffectRecord:
+    key: str
+    state: Literal["started", "recorded"]
+    job_id: str | None
+    result: Any
+    created_at: datetime
+    recorded_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    id: str
+    action: str
+    state: JobState
+    attempts: int
+    max_attempts: int
+    last_error: str | None
+    next_attempt_at: datetime | None
+    lease_expires_at: datetime | None
+    business_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "job_id": self.id,
+            "action": self.action,
+            "state": self.state,
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "last_error": self.last_error,
+            "next_attempt_at": iso(self.next_attempt_at) if self.state == "accepted" else None,
+            "lease_expires_at": iso(self.lease_expires_at)
+            if self.state == "processing"
+            else None,
+            "business_id": self.business_id,
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryView:
+    id: str
+    source: str
+    event_id: str
+    event_type: str
+    body_sha256: str
+    first_seen_at: datetime
+    last_seen_at: datetime
+    delivery_count: int
+    conflicts: int
+    payload_retained: bool
+    jobs: tuple[JobView, ...] = field(default=())
+    #: Set by list queries, which do not load the jobs themselves.
+    job_states: tuple[JobState, ...] = field(default=())
+
+    @property
+    def status(self) -> DeliveryStatus:
+        return delivery_status(self.job_states or tuple(job.state for job in self.jobs))
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "delivery_id": self.id,
+            "source": self.source,
+            "event_id": self.event_id,
+            "type": self.event_type,
+            "status": self.status,
+            "first_seen_at": iso(self.first_seen_at),
+            "last_seen_at": iso(self.last_seen_at),
+            "delivery_count": self.delivery_count,
+            "conflicts": self.conflicts,
+            "body_sha256": self.body_sha256,
+            "payload_retained": self.payload_retained,
+            "jobs": [job.as_json() for job in self.jobs],
+        }
+
+
+def delivery_status(states: Sequence[JobState]) -> DeliveryStatus:
+    """The contract: completed when every job is, failed when any is, processing when any
+    is leased, else accepted. A delivery no route matched has nothing left to do."""
+    if "failed" in states:
+        return "failed"
+    if "processing" in states:
+        return "processing"
+    if all(state == "completed" for state in states):
+        return "completed"
+    return "accepted"
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+class Store(abc.ABC):
+    """What the receiver, the workers and the operator commands need from storage."""
+
+    url: str
+
+    # -- lifecycle ------------------------------------------------------------------
+    @abc.abstractmethod
+    async def open(self, *, migrate: bool = True) -> None:
+        """Connect, and apply pending migrations unless told not to."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    @abc.abstractmethod
+    async def migrate(self) -> list[str]:
+        """Apply pending numbered migrations; return the names applied."""
+
+    @abc.abstractmethod
+    async def ping(self) -> None:
+        """Raise StoreUnavailable unless the store answers now."""
+
+    # -- receiving ------------------------------------------------------------------
+    @abc.abstractmethod
+    async def reserve_deliveries(self, items: Sequence[NewDelivery]) -> list[Reservation]:
+        """Reserve every item in ONE commit: journal row, payload and jobs for the first
+        delivery of an event id, last-seen/count for a repeat. Answers in item order.
+        Raises StoreUnavailable (and writes nothing) when the commit fails."""
+
+    # -- working --------------------------------------------------------------------
+    @abc.abstractmethod
+    async def claim_due_jobs(
+        self, worker_id: str, limit: int, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        """Lease up to ``limit`` due jobs: accepted and due, or processing with an expired
+        lease and attempts left. Each claim counts an attempt."""
+
+    @abc.abstractmethod
+    async def renew_lease(self, job_id: str, lease_token: str, lease_seconds: float) -> bool: ...
+
+    @abc.abstractmethod
+    async def complete_job(self, job_id: str, lease_token: str, business_id: str | None) -> bool:
+        """Mark completed if the lease is still ours; False when it was lost."""
+
+    @abc.abstractmethod
+    async def retry_job(
+        self, job_id: str, lease_token: str, error_code: str, delay_seconds: float
+    ) -> bool:
+        """Back to accepted, due after ``delay_seconds`` from the database clock."""
+
+    @abc.abstractmethod
+    async def fail_job(self, job_id: str, lease_token: str, error_code: str) -> bool:
+        """Dead-letter the job with its error code."""
+
+    @abc.abstractmethod
+    async def fail_exhausted_leases(self) -> int:
+        """Dead-letter jobs whose lease expired with no attempts left (their worker died on
+        the last attempt); return how many."""
+
+    @abc.abstractmethod
+    async def wait_for_jobs(self, timeout: float) -> None:
+        """Return when new jobs may be due (a notification) or after ``timeout``."""
+
+    # -- effects ledger ---------------------------------------------------------------
+    @abc.abstractmethod
+    async def get_effect(self, key: str) -> EffectRecord | None: ...
+
+    @abc.abstractmethod
+    async def start_effect(self, key: str, job_id: str) -> EffectRecord:
+        """Record that an effect under ``key`` is about to be made, unless already known;
+        return the record as it now stands."""
+
+    @abc.abstractmethod
+    async def record_effect(self, key: str, result: Any) -> EffectRecord:
+        """Store the effect's small JSON result; the first recorded result wins."""
+
+    # -- reading --------------------------------------------------------------------
+    @abc.abstractmethod
+    async def get_delivery(self, ref: str, source: str | None = None) -> DeliveryView | None:
+        """A delivery with its jobs, by internal id or by event id (newest first if the
+        event id exists in several sources and none is given)."""
+
+    @abc.abstractmethod
+    async def list_deliveries(
+        self,
+        *,
+        status: DeliveryStatus | None = None,
+        source: str | None = None,
+        limit: int = 50,
+        before: str | None = None,
+    ) -> list[DeliveryView]:
+        """Newest first, keyset-paginated by delivery id (``before`` = last id seen)."""
+
+    @abc.abstractmethod
+    async def count_rows(self) -> dict[str, int]:
+        """Row counts per table (deliveries, jobs, payloads, effects): for tests and ops."""

@@ -1,0 +1,231 @@
+"""Workers: claim due jobs with a lease, run them, retry with backoff, dead-letter.
+
+A worker claims as many due jobs as it has free slots, in one statement, and sleeps until
+the store signals new work (LISTEN/NOTIFY on PostgreSQL, an in-process event on SQLite)
+or the poll interval passes. While an action runs, its lease is renewed; a worker that
+dies stops renewing, the lease expires, and any worker takes the job again. ``completed``
+is written only after the action returned, and with the lease token, so a worker that
+lost its lease cannot overwrite what another worker did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import socket
+import time
+from collections.abc import Mapping
+
+import httpx
+
+from hookinbox.actions import Action, Event, build_actions
+from hookinbox.config import Config, Worker
+from hookinbox.effects import JobContext
+from hookinbox.errors import HookinboxError, MalformedJson
+from hookinbox.logs import get_logger
+from hookinbox.store.base import ClaimedJob, Store
+from hookinbox.verify.base import parse_json_object
+
+log = get_logger("hookinbox.worker")
+
+
+def backoff_seconds(attempt: int, settings: Worker, rng: random.Random | None = None) -> float:
+    """Exponential in the attempt number, capped, with jitter over the upper half so a
+    burst of failures does not come back as a burst."""
+    ceiling = min(settings.backoff_max_seconds, settings.backoff_base_seconds * 2 ** (attempt - 1))
+    return ceiling * (0.5 + 0.5 * (rng or random).random())
+
+
+def error_code_of(exc: BaseException) -> str:
+    """A short code for the journal: the error's own ``code`` or its class name. Never
+    the message, which may quote the payload."""
+    code = getattr(exc, "code", None)
+    if isinstance(code, str) and code:
+        return code[:100]
+    return type(exc).__name__[:100]
+
+
+class WorkerPool:
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        *,
+        actions: Mapping[tuple[str, str], Action] | None = None,
+        name: str | None = None,
+    ) -> None:
+        self._config = config
+        self._settings = config.worker
+        self._store = store
+        self._client = httpx.AsyncClient()
+        self._actions = dict(actions) if actions is not None else build_actions(config, self._client)
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        self._running: set[asyncio.Task[None]] = set()
+        self._slot_freed = asyncio.Event()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Work until ``stop`` is set, then let running jobs finish (their leases hold)."""
+        log.info("worker_started", worker=self.name, concurrency=self._settings.concurrency)
+        sweep_every = max(1.0, self._settings.lease_seconds / 2)
+        next_sweep = 0.0
+        try:
+            while not stop.is_set():
+                try:
+                    if time.monotonic() >= next_sweep:
+                        dead = await self._store.fail_exhausted_leases()
+                        if dead:
+                            log.warning("leases_exhausted", jobs=dead)
+                        next_sweep = time.monotonic() + sweep_every
+                    claimed = await self._claim()
+                except HookinboxError as exc:
+                    log.error("worker_store_error", worker=self.name, error=exc.code)
+                    await _sleep_or_stop(stop, self._settings.poll_interval_seconds)
+                    continue
+                if claimed:
+                    continue
+                await self._idle(stop)
+        finally:
+            if self._running:
+                await asyncio.wait(self._running)
+            await self._client.aclose()
+            log.info("worker_stopped", worker=self.name)
+
+    async def _claim(self) -> int:
+        free = self._settings.concurrency - len(self._running)
+        if free <= 0:
+            return 0
+        jobs = await self._store.claim_due_jobs(self.name, free, self._settings.lease_seconds)
+        for job in jobs:
+            task = asyncio.create_task(self.run_job(job))
+            self._running.add(task)
+            task.add_done_callback(self._job_done)
+        # A full claim means more may be waiting: claim again once a slot frees.
+        return len(jobs) if len(jobs) == free and free > 0 else 0
+
+    def _job_done(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        self._slot_freed.set()
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        self._slot_freed.clear()
+        waiters = [
+            asyncio.ensure_future(self._store.wait_for_jobs(self._settings.poll_interval_seconds)),
+            asyncio.ensure_future(stop.wait()),
+        ]
+        if len(self._running) >= self._settings.concurrency:
+            waiters.append(asyncio.ensure_future(self._slot_freed.wait()))
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
+    async def run_job(self, job: ClaimedJob) -> None:
+        started = time.monotonic()
+        fields = {
+            "job_id": job.id,
+            "delivery_id": job.delivery_id,
+            "source": job.source,
+            "action": job.action,
+            "attempt": job.attempts,
+            "trigger": job.trigger,
+        }
+        heartbeat = asyncio.create_task(self._renew(job))
+        try:
+            business_id = await self._execute(job)
+        except _Unrunnable as exc:
+            await self._settle_failure(job, exc.code, fields, final=True)
+        except Exception as exc:
+            await self._settle_failure(job, error_code_of(exc), fields, final=False)
+        else:
+            ours = await self._complete(job, business_id)
+            log.info(
+                "job_completed" if ours else "job_lease_lost",
+                **fields,
+                business_id=business_id,
+                duration_ms=round((time.monotonic() - started) * 1000, 1),
+            )
+        finally:
+            heartbeat.cancel()
+
+    async def _execute(self, job: ClaimedJob) -> str | None:
+        action = self._actions.get((job.source, job.action))
+        if action is None:
+            raise _Unrunnable("unknown_action")
+        if job.body is None:
+            raise _Unrunnable("payload_purged")
+        try:
+            payload = parse_json_object(job.body)
+        except MalformedJson:
+            raise _Unrunnable("malformed_json") from None
+        event = Event(
+            delivery_id=job.delivery_id,
+            source=job.source,
+            event_id=job.event_id,
+            type=job.event_type,
+            payload=payload,
+            body=job.body,
+            headers=job.headers,
+            attempt=job.attempts,
+        )
+        ctx = JobContext(
+            store=self._store,
+            job_id=job.id,
+            delivery_id=job.delivery_id,
+            attempt=job.attempts,
+            trigger=job.trigger,
+        )
+        return await action.run(event, ctx)
+
+    async def _settle_failure(
+        self, job: ClaimedJob, code: str, fields: dict[str, object], *, final: bool
+    ) -> None:
+        try:
+            if final or job.attempts >= job.max_attempts:
+                await self._store.fail_job(job.id, job.lease_token, code)
+                log.error("job_failed", **fields, error=code)
+            else:
+                delay = backoff_seconds(job.attempts, self._settings)
+                await self._store.retry_job(job.id, job.lease_token, code, delay)
+                log.warning("job_retry", **fields, error=code, retry_in_s=round(delay, 3))
+        except HookinboxError as exc:
+            # The lease will expire and the job comes back: nothing is lost.
+            log.error("job_settle_failed", **fields, error=code, store_error=exc.code)
+
+    async def _complete(self, job: ClaimedJob, business_id: str | None) -> bool:
+        for delay in (0.1, 0.5, 1.0, 2.0):
+            try:
+                return await self._store.complete_job(job.id, job.lease_token, business_id)
+            except HookinboxError:
+                await asyncio.sleep(delay)
+        # Could not record completion: the lease expires, the job runs again, and the
+        # effects ledger makes sure its effects are not made twice.
+        return False
+
+    async def _renew(self, job: ClaimedJob) -> None:
+        interval = max(0.5, self._settings.lease_seconds / 3)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                if not await self._store.renew_lease(
+                    job.id, job.lease_token, self._settings.lease_seconds
+                ):
+                    return
+            except HookinboxError:
+                continue
+
+
+class _Unrunnable(Exception):
+    """The job cannot succeed by being retried."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
+    try:
+        await asyncio.wait_for(stop.wait(), seconds)
+    except TimeoutError:
+        pass
