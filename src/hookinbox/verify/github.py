@@ -1,8 +1,10 @@
 """GitHub (https://docs.github.com/webhooks/using-webhooks/validating-webhook-deliveries).
 
 ``X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>`` keyed with the
-webhook's secret (UTF-8). The id is ``X-GitHub-Delivery`` (a GUID that a redelivery keeps),
-the type ``X-GitHub-Event`` (``push``, ``pull_request`` ...; the body's ``action`` says more).
+webhook's secret (UTF-8). The id is ``X-GitHub-Delivery``: a GUID per event that a
+redelivery keeps (github/docs#32822, "unique per event, not per delivery"), so it is the
+right dedup key. The type is ``X-GitHub-Event`` (``push``, ``pull_request``; the body's
+``action`` says more).
 
 GitHub signs no timestamp, so a captured delivery stays valid for ever: the journal's
 dedup on the delivery id is the only replay guard, which is why the key retention must
