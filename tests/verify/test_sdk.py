@@ -62,3 +62,16 @@ def test_refusals_have_the_built_in_codes(
         verifier.verify(body, headers, now=now)
     expected = "invalid_signature" if broken == "wrong_secret" else broken
     assert caught.value.code == expected
+
+
+@pytest.mark.parametrize("provider", ["openai", "standardwebhooks", "svix"])
+def test_a_missing_id_header_is_missing_event_id_as_built_in(
+    make_verifier: MakeVerifier, provider: str
+) -> None:
+    secret, now = whsec(), int(time.time())
+    headers = sent(provider, secret, now)
+    del headers["webhook-id"]
+    verifier = make_verifier("sdk", [secret], sdk={"provider": provider})
+    with pytest.raises(VerificationError) as caught:
+        verifier.verify(BODY, headers, now=now)
+    assert caught.value.code == "missing_event_id"

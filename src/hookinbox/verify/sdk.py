@@ -19,7 +19,7 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from hookinbox.errors import ConfigError, InvalidSignature, MissingHeaders
+from hookinbox.errors import ConfigError, InvalidSignature, MissingEventId, MissingHeaders
 from hookinbox.verify import stripe as builtin_stripe
 from hookinbox.verify.base import (
     VerifiedEvent,
@@ -120,8 +120,10 @@ class SdkVerifier:
                 name: next((headers[p + name] for p in prefixes if headers.get(p + name)), "")
                 for name in ("id", "timestamp", "signature")
             }
-            if not all(values.values()):
+            if not values["timestamp"] or not values["signature"]:
                 raise MissingHeaders()
+            if not values["id"]:  # as the built-in scheme: the id header is the event id
+                raise MissingEventId()
             stamp, event_id_header = values["timestamp"], values["id"]
         timestamp = check_timestamp(stamp, now=now, tolerance_seconds=self._tolerance)
         if not self._any_accepts(body, headers):

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from hookinbox.errors import ConfigError, InvalidSignature, MissingHeaders
+from hookinbox.errors import ConfigError, InvalidSignature, MissingEventId, MissingHeaders
 from hookinbox.verify.base import (
     VerifiedEvent,
     any_digest_matches,
@@ -102,9 +102,10 @@ class StandardWebhooksVerifier:
         event_id = _header(headers, "id")
         stamp = _header(headers, "timestamp")
         offered = _header(headers, "signature")
-        # The id is part of the signed content, so without it nothing can be verified.
-        if not event_id or not stamp or not offered:
+        if not stamp or not offered:
             raise MissingHeaders()
+        if not event_id:  # the id header is the event id (and part of the signed content)
+            raise MissingEventId()
         timestamp = check_timestamp(stamp, now=now, tolerance_seconds=self._tolerance)
         if not self._matches(offered, signed_content(event_id, stamp, body)):
             raise InvalidSignature()
