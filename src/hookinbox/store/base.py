@@ -119,6 +119,28 @@ class JobView:
 
 
 @dataclass(frozen=True, slots=True)
+class AttemptView:
+    number: int
+    trigger: str
+    worker: str
+    started_at: datetime
+    ended_at: datetime | None
+    outcome: str | None
+    error_code: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "trigger": self.trigger,
+            "worker": self.worker,
+            "started_at": iso(self.started_at),
+            "ended_at": iso(self.ended_at),
+            "outcome": self.outcome,
+            "error_code": self.error_code,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class DeliveryView:
     id: str
     source: str
@@ -262,6 +284,10 @@ class Store(abc.ABC):
         before: str | None = None,
     ) -> list[DeliveryView]:
         """Newest first, keyset-paginated by delivery id (``before`` = last id seen)."""
+
+    @abc.abstractmethod
+    async def list_attempts(self, job_id: str) -> list[AttemptView]:
+        """Every attempt of a job, oldest first."""
 
     @abc.abstractmethod
     async def count_rows(self) -> dict[str, int]:

@@ -20,6 +20,7 @@ import asyncpg
 
 from hookinbox.errors import StoreError, StoreUnavailable
 from hookinbox.store.base import (
+    AttemptView,
     ClaimedJob,
     DeliveryStatus,
     DeliveryView,
@@ -474,6 +475,15 @@ class PostgresStore(Store):
         async with self._conn() as conn:
             rows = await conn.fetch(_LIST_DELIVERIES, source, before, status, limit)
         return [_delivery(r, job_states=tuple(r["states"])) for r in rows]
+
+    async def list_attempts(self, job_id: str) -> list[AttemptView]:
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                "SELECT number, trigger, worker, started_at, ended_at, outcome, error_code"
+                " FROM attempts WHERE job_id = $1 ORDER BY id",
+                job_id,
+            )
+        return [AttemptView(**dict(r)) for r in rows]
 
     async def count_rows(self) -> dict[str, int]:
         async with self._conn() as conn:

@@ -21,9 +21,11 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl
 
 from hookinbox.errors import StoreError, StoreUnavailable
 from hookinbox.store.base import (
+    AttemptView,
     ClaimedJob,
     DeliveryStatus,
     DeliveryView,
@@ -91,8 +93,9 @@ _STATUS = """
 class _DatabaseThread:
     """Runs callables against one connection, in order, on one thread."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, busy_timeout_ms: int) -> None:
         self._path = path
+        self._busy_timeout_ms = busy_timeout_ms
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -109,7 +112,7 @@ class _DatabaseThread:
             Path(self._path).parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
         conn.execute("PRAGMA journal_mode = WAL")
         # FULL: a commit is on disk before the receiver answers 2xx, even on power loss.
         conn.execute("PRAGMA synchronous = FULL")
@@ -167,19 +170,24 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
         future.set_result(result)
 
 
-def sqlite_path(url: str) -> str:
-    """``sqlite:///var/x.db`` is relative, ``sqlite:////tmp/x.db`` absolute."""
-    path = url.removeprefix("sqlite://")
-    path = path.removeprefix("/")
+def parse_sqlite_url(url: str) -> tuple[str, int]:
+    """``sqlite:///var/x.db`` is relative, ``sqlite:////tmp/x.db`` absolute; the query may
+    set ``busy_timeout_ms`` (how long a write waits for another process's lock)."""
+    path, _, query = url.removeprefix("sqlite://").removeprefix("/").partition("?")
     if not path:
         raise StoreError("the sqlite URL names no file")
-    return path
+    busy_timeout = _BUSY_TIMEOUT_MS
+    for key, value in parse_qsl(query):
+        if key != "busy_timeout_ms" or not value.isdigit():
+            raise StoreError(f"unknown or invalid sqlite URL parameter {key!r}")
+        busy_timeout = int(value)
+    return path, busy_timeout
 
 
 class SQLiteStore(Store):
     def __init__(self, url: str) -> None:
         self.url = url
-        self._db = _DatabaseThread(sqlite_path(url))
+        self._db = _DatabaseThread(*parse_sqlite_url(url))
         self._wakeup: asyncio.Event | None = None
 
     # -- lifecycle ------------------------------------------------------------------
@@ -508,6 +516,28 @@ class SQLiteStore(Store):
             ).fetchall()
             return [
                 _delivery(r, job_states=tuple(r["states"].split(",")) if r["states"] else ())
+                for r in rows
+            ]
+
+        return await self._db.run(run)
+
+    async def list_attempts(self, job_id: str) -> list[AttemptView]:
+        def run(conn: sqlite3.Connection) -> list[AttemptView]:
+            rows = conn.execute(
+                "SELECT number, trigger, worker, started_at, ended_at, outcome, error_code"
+                " FROM attempts WHERE job_id = ? ORDER BY id",
+                (job_id,),
+            ).fetchall()
+            return [
+                AttemptView(
+                    number=r["number"],
+                    trigger=r["trigger"],
+                    worker=r["worker"],
+                    started_at=_time(r["started_at"]),  # type: ignore[arg-type]
+                    ended_at=_time(r["ended_at"]),
+                    outcome=r["outcome"],
+                    error_code=r["error_code"],
+                )
                 for r in rows
             ]
 

@@ -1,0 +1,162 @@
+"""Fixtures shared by the whole suite. Every store test runs on SQLite AND PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import asyncpg
+import httpx
+import pytest
+import uvicorn
+
+from hookinbox.app import Inbox
+from hookinbox.config import Config, config_from_mapping
+from hookinbox.store import Store, open_store_for
+from tests.support import handlers
+from tests.support.processes import free_port
+from tests.support.signing import OLD_SECRET, SECRET, SECRET_ENV
+
+PG_URL = os.environ.get("HOOKINBOX_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+BACKENDS = ["sqlite", "postgres"]
+
+
+def pg_address() -> tuple[str, int]:
+    parts = urlsplit(PG_URL)
+    return parts.hostname or "127.0.0.1", parts.port or 5432
+
+
+async def _pg_exec(sql: str) -> None:
+    conn = await asyncpg.connect(PG_URL, timeout=10)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@contextlib.contextmanager
+def pg_schema_url(base_url: str = PG_URL) -> Iterator[str]:
+    """A fresh schema for one test, dropped afterwards; the URL selects it."""
+    schema = f"hbt_{uuid.uuid4().hex[:16]}"
+    asyncio.run(_pg_exec(f"CREATE SCHEMA {schema}"))
+    try:
+        yield f"{base_url}?search_path={schema}"
+    finally:
+        asyncio.run(_pg_exec(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def db_url(backend: str, tmp_path: Path) -> Iterator[str]:
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path}/hookinbox.db"
+    else:
+        with pg_schema_url() as url:
+            yield url
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[Store]:
+    opened = open_store_for(db_url)
+    await opened.open()
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+@pytest.fixture(autouse=True)
+def _secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    handlers.reset()
+    yield
+
+
+def make_config(db_url: str, *, routes: list[dict[str, Any]] | None = None, **sections: Any) -> Config:
+    """One source named ``test`` (Standard Webhooks) with the given routes."""
+    source = {"scheme": "standard-webhooks", "secret_env": SECRET_ENV}
+    source.update(sections.pop("source", {}))
+    data: dict[str, Any] = {
+        "database": db_url,
+        "sources": {
+            "test": {
+                **source,
+                "routes": routes
+                if routes is not None
+                else [{"events": ["*"], "action": "count", "handler": "tests.support.handlers:count"}],
+            }
+        },
+        "worker": {
+            "concurrency": 4,
+            "max_attempts": 3,
+            "backoff_base_seconds": 0.2,
+            "backoff_max_seconds": 1,
+            "lease_seconds": 5,
+            "poll_interval_seconds": 0.2,
+            **sections.pop("worker", {}),
+        },
+        **sections,
+    }
+    return config_from_mapping(data)
+
+
+class RunningInbox:
+    def __init__(self, inbox: Inbox, base_url: str) -> None:
+        self.inbox = inbox
+        self.base_url = base_url
+        self.store = inbox.store
+
+    def url(self, source: str = "test") -> str:
+        return f"{self.base_url}/webhooks/{source}"
+
+
+@contextlib.asynccontextmanager
+async def running_inbox(config: Config, *, run_workers: bool = True) -> AsyncIterator[RunningInbox]:
+    """The real app under a real uvicorn socket server, inside the test's event loop."""
+    inbox = Inbox(config, run_workers=run_workers)
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(inbox.app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    task = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(15):
+            while not server.started:
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.02)
+        yield RunningInbox(inbox, f"http://127.0.0.1:{port}")
+    finally:
+        server.should_exit = True
+        async with asyncio.timeout(20):
+            await task
+
+
+async def wait_for(predicate: Any, timeout: float, what: str, step: float = 0.05) -> None:
+    """Await until ``await predicate()`` is truthy, at most ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if await predicate():
+            return
+        await asyncio.sleep(step)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=20, limits=httpx.Limits(max_connections=100)) as c:
+        yield c
+
+
+__all__ = ["OLD_SECRET", "make_config", "running_inbox", "wait_for"]

@@ -1,0 +1,88 @@
+"""Handlers the tests route to, by import path. In-process state is per test process."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import time
+from typing import Any
+
+import httpx
+
+from hookinbox.actions import Event
+from hookinbox.effects import JobContext
+
+CALLS: collections.Counter[str] = collections.Counter()
+TIMES: dict[str, list[float]] = collections.defaultdict(list)
+FINISHED: set[str] = set()
+
+
+def reset() -> None:
+    CALLS.clear()
+    TIMES.clear()
+    FINISHED.clear()
+
+
+async def count(event: Event, ctx: JobContext) -> str:
+    CALLS[event.event_id] += 1
+    TIMES[event.event_id].append(time.monotonic())
+    return f"counted-{event.event_id}"
+
+
+def count_sync(event: Event, ctx: Any) -> None:
+    CALLS["sync:" + event.event_id] += 1
+    ctx.effect(f"sync:{event.event_id}", lambda key: {"id": "sync-" + key})
+
+
+async def slow(event: Event, ctx: JobContext) -> None:
+    CALLS[event.event_id] += 1
+    await asyncio.sleep(2)
+    FINISHED.add(event.event_id)
+
+
+class CrmUnavailable(Exception):
+    code = "crm_unavailable"
+
+
+async def always_fails(event: Event, ctx: JobContext) -> None:
+    CALLS[event.event_id] += 1
+    TIMES[event.event_id].append(time.monotonic())
+    # The message quotes the payload: it must never reach a log line.
+    raise CrmUnavailable(f"CRM refused {event.payload}")
+
+
+# -- for worker processes that the tests kill ---------------------------------------------
+def _external() -> str:
+    return os.environ["HB_TEST_EXTERNAL_URL"]
+
+
+def _pause_if(point: str) -> None:
+    """At the kill point named by HB_TEST_KILL_POINT: say so in a file, then hang."""
+    if os.environ.get("HB_TEST_KILL_POINT") == point:
+        marker = os.environ["HB_TEST_MARKER"]
+        with open(marker, "w") as fh:
+            fh.write(point)
+        time.sleep(120)
+
+
+async def crm_task_via_external(event: Event, ctx: JobContext) -> None:
+    """Create one task in the external system (the counting double), under a stable key."""
+
+    def create(key: str) -> dict[str, Any]:
+        _pause_if("before_call")
+        answer = httpx.post(f"{_external()}/effects", json={"key": key}, timeout=10)
+        answer.raise_for_status()
+        _pause_if("after_call")
+        return {"id": answer.json()["id"]}
+
+    def find(key: str) -> dict[str, Any] | None:
+        answer = httpx.get(f"{_external()}/effects/{key}", timeout=10)
+        if answer.status_code == 404:
+            return None
+        answer.raise_for_status()
+        return {"id": answer.json()["id"]}
+
+    loop = asyncio.get_running_loop()
+    await ctx.effect(f"crm-task:{event.event_id}:create", create, find)
+    await loop.run_in_executor(None, _pause_if, "after_record")
