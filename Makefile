@@ -3,13 +3,19 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
-# A demo secret for the quickstart only; real deployments set their own in the environment.
-QUICKSTART_SECRET ?= whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
-export QUICKSTART_SECRET
+# Demo secrets for the quickstart only; real deployments set their own in the environment.
+QUICKSTART_SECRET     ?= whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+STRIPE_WEBHOOK_SECRET ?= whsec_quickstart_stripe_demo
+GITHUB_WEBHOOK_SECRET ?= quickstart-github-demo
+SHOPIFY_CLIENT_SECRET ?= quickstart-shopify-demo
+SLACK_SIGNING_SECRET  ?= quickstart-slack-demo
+VIDEO_WEBHOOK_SECRET  ?= quickstart-video-demo
+export QUICKSTART_SECRET STRIPE_WEBHOOK_SECRET GITHUB_WEBHOOK_SECRET SHOPIFY_CLIENT_SECRET
+export SLACK_SIGNING_SECRET VIDEO_WEBHOOK_SECRET
 # Parallel test workers: the slow scenarios mostly wait on leases and processes.
 TEST_WORKERS ?= 4
 
-.PHONY: venv run test lint fmt bench postgres clean
+.PHONY: venv run demo test lint fmt bench postgres clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,3 +49,10 @@ bench: venv postgres
 
 clean:
 	rm -rf $(VENV) var test-output .pytest_cache .mypy_cache .ruff_cache
+
+# With `make run` going in another terminal: a delivery, its duplicate, a tampered copy.
+demo: venv
+	$(BIN)/hookinbox send --config examples/quickstart.toml --source openai --id evt_demo_1 --repeat 3 --concurrent
+	$(BIN)/hookinbox send --config examples/quickstart.toml --source openai --tamper
+	$(BIN)/hookinbox send --config examples/quickstart.toml --source stripe --type invoice.paid --repeat 2
+	$(BIN)/hookinbox deliveries show evt_demo_1 --config examples/quickstart.toml

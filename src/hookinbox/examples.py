@@ -24,3 +24,8 @@ async def create_crm_task(event: Event, ctx: JobContext) -> None:
 
 async def noop(event: Event, ctx: JobContext) -> None:
     """Does nothing; for benchmarks."""
+
+
+async def log_event(event: Event, ctx: JobContext) -> None:
+    """Log that the event was handled: ids and type only, never the payload."""
+    log.info("event_handled", source=event.source, event_id=event.event_id, type=event.type)
