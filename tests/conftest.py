@@ -82,7 +82,9 @@ def _secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def make_config(db_url: str, *, routes: list[dict[str, Any]] | None = None, **sections: Any) -> Config:
+def make_config(
+    db_url: str, *, routes: list[dict[str, Any]] | None = None, **sections: Any
+) -> Config:
     """One source named ``test`` (Standard Webhooks) with the given routes."""
     source = {"scheme": "standard-webhooks", "secret_env": SECRET_ENV}
     source.update(sections.pop("source", {}))
@@ -93,7 +95,9 @@ def make_config(db_url: str, *, routes: list[dict[str, Any]] | None = None, **se
                 **source,
                 "routes": routes
                 if routes is not None
-                else [{"events": ["*"], "action": "count", "handler": "tests.support.handlers:count"}],
+                else [
+                    {"events": ["*"], "action": "count", "handler": "tests.support.handlers:count"}
+                ],
             }
         },
         "worker": {
@@ -142,7 +146,9 @@ async def running_inbox(config: Config, *, run_workers: bool = True) -> AsyncIte
             await task
 
 
-async def wait_for(predicate: Any, timeout: float, what: str, step: float = 0.05) -> None:
+async def wait_for(
+    predicate: Any, timeout: float, what: str, step: float = 0.05
+) -> None:
     """Await until ``await predicate()`` is truthy, at most ``timeout`` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

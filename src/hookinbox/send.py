@@ -70,7 +70,8 @@ async def send_deliveries(config: Config, options: SendOptions) -> list[dict[str
             try:
                 response = await client.post(url, content=body, headers=headers)
             except httpx.HTTPError as exc:
-                return {"n": n, "http_status": 0, "error": f"connection failed: {type(exc).__name__}"}
+                failure = f"connection failed: {type(exc).__name__}"
+                return {"n": n, "http_status": 0, "error": failure}
             try:
                 answer = response.json()
             except ValueError:

@@ -11,6 +11,7 @@ lost its lease cannot overwrite what another worker did.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import socket
@@ -34,7 +35,7 @@ def backoff_seconds(attempt: int, settings: Worker, rng: random.Random | None = 
     """Exponential in the attempt number, capped, with jitter over the upper half so a
     burst of failures does not come back as a burst."""
     ceiling = min(settings.backoff_max_seconds, settings.backoff_base_seconds * 2 ** (attempt - 1))
-    return ceiling * (0.5 + 0.5 * (rng or random).random())
+    return float(ceiling * (0.5 + 0.5 * (rng or random).random()))
 
 
 def error_code_of(exc: BaseException) -> str:
@@ -59,7 +60,9 @@ class WorkerPool:
         self._settings = config.worker
         self._store = store
         self._client = httpx.AsyncClient()
-        self._actions = dict(actions) if actions is not None else build_actions(config, self._client)
+        self._actions = (
+            dict(actions) if actions is not None else build_actions(config, self._client)
+        )
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self._running: set[asyncio.Task[None]] = set()
         self._slot_freed = asyncio.Event()
@@ -225,7 +228,5 @@ class _Unrunnable(Exception):
 
 
 async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
-    try:
+    with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stop.wait(), seconds)
-    except TimeoutError:
-        pass

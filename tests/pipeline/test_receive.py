@@ -15,7 +15,11 @@ from tests.support.signing import OLD_SECRET, SECRET, SECRET_ENV, WRONG_SECRET, 
 
 TWO_ROUTES = [
     {"events": ["crm.*"], "action": "count", "handler": "tests.support.handlers:count"},
-    {"events": ["crm.lead.created"], "action": "sync", "handler": "tests.support.handlers:count_sync"},
+    {
+        "events": ["crm.lead.created"],
+        "action": "sync",
+        "handler": "tests.support.handlers:count_sync",
+    },
     {"events": ["billing.*"], "action": "never", "handler": "tests.support.handlers:always_fails"},
 ]
 
@@ -143,7 +147,8 @@ async def test_the_2xx_comes_back_while_a_slow_handler_still_runs(
     db_url: str, client: httpx.AsyncClient
 ) -> None:
     config = make_config(
-        db_url, routes=[{"events": ["*"], "action": "slow", "handler": "tests.support.handlers:slow"}]
+        db_url,
+        routes=[{"events": ["*"], "action": "slow", "handler": "tests.support.handlers:slow"}],
     )
     body, headers = delivery("evt_slow")
     async with running_inbox(config) as inbox:
@@ -166,8 +171,12 @@ async def test_a_repeat_with_a_different_body_is_a_counted_conflict_not_a_new_jo
 ) -> None:
     config = make_config(db_url)
     async with running_inbox(config) as inbox:
-        first = await client.post(inbox.url(), content=(d := delivery("evt_c", n=1))[0], headers=d[1])
-        second = await client.post(inbox.url(), content=(d := delivery("evt_c", n=2))[0], headers=d[1])
+        first = await client.post(
+            inbox.url(), content=(d := delivery("evt_c", n=1))[0], headers=d[1]
+        )
+        second = await client.post(
+            inbox.url(), content=(d := delivery("evt_c", n=2))[0], headers=d[1]
+        )
         assert first.json()["status"] == "accepted"
         assert second.json() == {
             "status": "duplicate",

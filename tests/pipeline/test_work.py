@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import httpx
 
@@ -16,7 +17,9 @@ async def test_a_failing_handler_is_retried_with_backoff_then_dead_lettered(
 ) -> None:
     config = make_config(
         db_url,
-        routes=[{"events": ["*"], "action": "crm", "handler": "tests.support.handlers:always_fails"}],
+        routes=[
+            {"events": ["*"], "action": "crm", "handler": "tests.support.handlers:always_fails"}
+        ],
         worker={"max_attempts": 3, "backoff_base_seconds": 0.3, "backoff_max_seconds": 5},
     )
     body, headers = delivery("evt_fails")
@@ -39,7 +42,7 @@ async def test_a_failing_handler_is_retried_with_backoff_then_dead_lettered(
     assert [a.outcome for a in attempts] == ["retry", "retry", "failed"]
     assert all(a.error_code == "crm_unavailable" for a in attempts)
     times = handlers.TIMES["evt_fails"]
-    gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     # Backoff: at least half of base * 2^(n-1) (jitter is over the upper half).
     assert gaps[0] >= 0.15
     assert gaps[1] >= 0.3
@@ -50,7 +53,9 @@ async def test_a_failed_job_is_never_marked_completed_and_keeps_its_payload(
 ) -> None:
     config = make_config(
         db_url,
-        routes=[{"events": ["*"], "action": "crm", "handler": "tests.support.handlers:always_fails"}],
+        routes=[
+            {"events": ["*"], "action": "crm", "handler": "tests.support.handlers:always_fails"}
+        ],
         worker={"max_attempts": 1},
     )
     body, headers = delivery("evt_once")
@@ -74,7 +79,9 @@ async def test_a_sync_handler_uses_the_ledger_and_its_result_becomes_the_busines
 ) -> None:
     config = make_config(
         db_url,
-        routes=[{"events": ["*"], "action": "sync", "handler": "tests.support.handlers:count_sync"}],
+        routes=[
+            {"events": ["*"], "action": "sync", "handler": "tests.support.handlers:count_sync"}
+        ],
     )
     body, headers = delivery("evt_sync")
     async with running_inbox(config) as inbox:

@@ -25,7 +25,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until(predicate: Callable[[], object], timeout: float, what: str, step: float = 0.05) -> None:
+def wait_until(
+    predicate: Callable[[], object], timeout: float, what: str, step: float = 0.05
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

@@ -42,10 +42,15 @@ def signed(
     }
 
 
-def delivery(event_id: str, event_type: str = "crm.lead.created", **kw: Any) -> tuple[bytes, dict[str, str]]:
+def delivery(
+    event_id: str, event_type: str = "crm.lead.created", **kw: Any
+) -> tuple[bytes, dict[str, str]]:
     """A signed delivery whose webhook-id and body id are both ``event_id``."""
     secret = kw.pop("secret", SECRET)
     timestamp = kw.pop("timestamp", None)
     return signed(
-        event_body(event_id, event_type, **kw), event_id=event_id, secret=secret, timestamp=timestamp
+        event_body(event_id, event_type, **kw),
+        event_id=event_id,
+        secret=secret,
+        timestamp=timestamp,
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 import asyncpg
@@ -197,7 +197,9 @@ ON CONFLICT (key) DO UPDATE SET state = 'recorded', result = excluded.result, re
 WHERE effects.state = 'started'
 """
 
-_GET_EFFECT = "SELECT key, state, job_id, result, created_at, recorded_at FROM effects WHERE key = $1"
+_GET_EFFECT = """
+SELECT key, state, job_id, result, created_at, recorded_at FROM effects WHERE key = $1
+"""
 
 _DRIVER_ERRORS = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError, asyncpg.PostgresError)
 
@@ -252,7 +254,7 @@ class PostgresStore(Store):
         try:
             async with self._pool.acquire(timeout=_CONNECT_TIMEOUT) as conn:
                 yield conn
-        except (OSError, asyncio.TimeoutError, asyncpg.InterfaceError) as exc:
+        except (TimeoutError, OSError, asyncpg.InterfaceError) as exc:
             raise StoreUnavailable(f"PostgreSQL unavailable: {type(exc).__name__}") from exc
         except (asyncpg.PostgresConnectionError, asyncpg.CannotConnectNowError) as exc:
             raise StoreUnavailable(f"PostgreSQL unavailable: {type(exc).__name__}") from exc
@@ -312,7 +314,7 @@ class PostgresStore(Store):
     async def _reserve_once(self, items: Sequence[NewDelivery]) -> list[asyncpg.Record]:
         jobs = [(job, item) for item in items for job in item.jobs]
         async with self._conn() as conn:
-            return await conn.fetch(
+            rows: list[asyncpg.Record] = await conn.fetch(
                 _RESERVE,
                 [i.id for i in items],
                 [i.source for i in items],
@@ -328,6 +330,7 @@ class PostgresStore(Store):
                 [item.max_attempts for _, item in jobs],
                 [i.seen for i in items],
             )
+        return rows
 
     # -- working --------------------------------------------------------------------
     async def claim_due_jobs(
@@ -418,10 +421,8 @@ class PostgresStore(Store):
     async def wait_for_jobs(self, timeout: float) -> None:
         if self._listener is None or self._listener.is_closed():
             await self._listen()
-        try:
+        with suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._wakeup.wait(), timeout)
-        except asyncio.TimeoutError:
-            pass
         self._wakeup.clear()
 
     async def _listen(self) -> None:

@@ -12,6 +12,7 @@ agrees on leases and due times.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import queue
 import secrets
@@ -434,10 +435,8 @@ class SQLiteStore(Store):
         if self._wakeup is None:
             await asyncio.sleep(timeout)
             return
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wakeup.wait(), timeout)
-        except TimeoutError:
-            pass
         self._wakeup.clear()
 
     # -- effects ledger ---------------------------------------------------------------
