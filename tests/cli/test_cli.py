@@ -1,0 +1,161 @@
+"""The real ``hookinbox`` command in a subprocess, on both stores."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.configs import write_config
+from tests.support.processes import REPO, HookinboxProcess, free_port, hookinbox_env
+from tests.support.signing import SECRET, SECRET_ENV
+
+ROUTES = [{"events": ["*"], "action": "count", "handler": "tests.support.handlers:count"}]
+
+
+def hookinbox(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hookinbox.cli", *args],
+        env=hookinbox_env({SECRET_ENV: SECRET, **(env or {})}),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
+
+
+def test_a_bad_config_exits_non_zero_with_one_line_naming_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text(
+        '[sources.x]\nscheme = "standard-webhooks"\nsecret_env = "X"\nsecret = "whsec_x"\n'
+    )
+    for command in (["serve"], ["worker"], ["migrate"], ["deliveries", "list"]):
+        result = hookinbox(*command, "--config", str(config))
+        assert result.returncode == 2
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        assert "sources.x.secret" in lines[0]
+        assert "whsec_x" not in lines[0]
+
+
+def test_config_comes_from_the_environment_then_the_working_directory(tmp_path: Path) -> None:
+    result = hookinbox("deliveries", "list", env={"HOOKINBOX_CONFIG": str(tmp_path / "none.toml")})
+    assert result.returncode == 2
+    assert "none.toml" in result.stderr
+
+
+def test_an_unreachable_database_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    port = free_port()  # nothing listens there
+    config = write_config(
+        tmp_path / "c.toml", f"postgresql://postgres@127.0.0.1:{port}/test", routes=ROUTES
+    )
+    result = hookinbox("deliveries", "list", "--config", str(config))
+    assert result.returncode == 3
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("hookinbox: store_unavailable")
+
+
+def test_migrate_applies_once(db_url: str, tmp_path: Path) -> None:
+    config = write_config(tmp_path / "c.toml", db_url, routes=ROUTES)
+    first = hookinbox("migrate", "--config", str(config))
+    assert first.returncode == 0, first.stderr
+    assert "001_init" in first.stdout
+    second = hookinbox("migrate", "--config", str(config))
+    assert (second.returncode, second.stdout.strip()) == (0, "schema is up to date")
+
+
+@pytest.mark.slow
+def test_send_shows_a_duplicate_ignored_and_a_tampered_body_refused_then_the_journal(
+    db_url: str, tmp_path: Path
+) -> None:
+    port = free_port()
+    config = write_config(tmp_path / "c.toml", db_url, routes=ROUTES, port=port)
+    server = HookinboxProcess(
+        ["serve", "--config", str(config)],
+        hookinbox_env({SECRET_ENV: SECRET}),
+        tmp_path / "serve.log",
+    ).start()
+    try:
+        server.wait_healthy(f"http://127.0.0.1:{port}")
+        sent = hookinbox(
+            "send",
+            "--config",
+            str(config),
+            "--id",
+            "evt_cli",
+            "--type",
+            "crm.lead.created",
+            "--data",
+            '{"name": "Ada"}',
+            "--repeat",
+            "4",
+            "--concurrent",
+            "--json",
+        )
+        assert sent.returncode == 0, sent.stderr
+        answers = [json.loads(line) for line in sent.stdout.splitlines()]
+        assert sorted(a["status"] for a in answers) == ["accepted"] + ["duplicate"] * 3
+        tampered = hookinbox("send", "--config", str(config), "--tamper")
+        assert tampered.returncode == 0
+        assert "400 invalid_signature" in tampered.stdout
+
+        shown = hookinbox("deliveries", "show", "evt_cli", "--config", str(config), "--json")
+        assert shown.returncode == 0, shown.stderr
+        data = json.loads(shown.stdout)
+        for key in (
+            "delivery_id",
+            "source",
+            "event_id",
+            "type",
+            "status",
+            "first_seen_at",
+            "last_seen_at",
+            "delivery_count",
+            "body_sha256",
+            "conflicts",
+            "jobs",
+        ):
+            assert key in data
+        assert (data["event_id"], data["type"], data["delivery_count"]) == (
+            "evt_cli",
+            "crm.lead.created",
+            4,
+        )
+        for key in ("action", "state", "attempts", "last_error", "next_attempt_at", "business_id"):
+            assert key in data["jobs"][0]
+        by_id = hookinbox(
+            "deliveries", "show", data["delivery_id"], "--config", str(config), "--json"
+        )
+        assert json.loads(by_id.stdout)["event_id"] == "evt_cli"
+
+        listed = hookinbox(
+            "deliveries", "list", "--config", str(config), "--json", "--source", "test"
+        )
+        assert [d["event_id"] for d in json.loads(listed.stdout)] == ["evt_cli"]
+        human = hookinbox("deliveries", "show", "evt_cli", "--config", str(config))
+        assert "evt_cli" in human.stdout and "count" in human.stdout
+    finally:
+        server.stop()
+
+
+def test_an_unknown_id_is_one_line_and_exit_4(db_url: str, tmp_path: Path) -> None:
+    config = write_config(tmp_path / "c.toml", db_url, routes=ROUTES)
+    result = hookinbox("deliveries", "show", "evt_nope", "--config", str(config))
+    assert result.returncode == 4
+    assert (
+        result.stderr.strip() == "hookinbox: not_found: no delivery with id or event id 'evt_nope'"
+    )
+    empty = hookinbox("deliveries", "list", "--config", str(config), "--json")
+    assert (empty.returncode, json.loads(empty.stdout)) == (0, [])
+
+
+def test_send_without_the_secret_says_which_variable(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "c.toml", f"sqlite:///{tmp_path}/x.db", routes=ROUTES)
+    result = hookinbox("send", "--config", str(config), env={SECRET_ENV: ""})
+    assert result.returncode == 2
+    assert SECRET_ENV in result.stderr
