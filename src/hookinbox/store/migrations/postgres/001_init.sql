@@ -1,6 +1,8 @@
 -- The journal: one row per (source, event id), kept for the whole key retention.
+-- Ids are time-ordered ULIDs compared byte by byte (COLLATE "C"), whatever the
+-- database collation, so newest-first pages are a walk over the primary key.
 CREATE TABLE deliveries (
-    id              text PRIMARY KEY,
+    id              text COLLATE "C" PRIMARY KEY,
     source          text NOT NULL,
     event_id        text NOT NULL,
     event_type      text NOT NULL,
