@@ -106,6 +106,7 @@ def serve(
     config.require_secrets()
     configure_logging(log_format, log_level)  # type: ignore[arg-type]
     inbox = Inbox(config, run_workers=not no_workers)
+    run(_preflight(config))
     uvicorn.run(
         inbox.app,
         host=host or config.server.host,
@@ -115,6 +116,13 @@ def serve(
         server_header=False,
         lifespan="on",
     )
+
+
+async def _preflight(config: Config) -> None:
+    """Reach the store and migrate it before binding the port, so an unreachable database
+    is one line and exit 3, not a traceback from inside the server's start-up."""
+    async with opened_store(config):
+        pass
 
 
 @main.command()

@@ -159,3 +159,14 @@ def test_send_without_the_secret_says_which_variable(tmp_path: Path) -> None:
     result = hookinbox("send", "--config", str(config), env={SECRET_ENV: ""})
     assert result.returncode == 2
     assert SECRET_ENV in result.stderr
+
+
+def test_serve_with_an_unreachable_database_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    port = free_port()
+    config = write_config(
+        tmp_path / "c.toml", f"postgresql://postgres@127.0.0.1:{port}/test", routes=ROUTES
+    )
+    result = hookinbox("serve", "--config", str(config), "--port", str(free_port()))
+    assert result.returncode == 3
+    assert result.stderr.strip().startswith("hookinbox: store_unavailable")
+    assert len(result.stderr.strip().splitlines()) == 1
