@@ -20,9 +20,11 @@ from starlette.routing import Route
 
 from hookinbox.config import Config
 from hookinbox.http.health import healthz, readyz_endpoint
+from hookinbox.http.metrics import metrics_endpoint
 from hookinbox.http.webhooks import webhook_endpoint
 from hookinbox.ingest import Receiver
 from hookinbox.logs import get_logger
+from hookinbox.metrics import Metrics, StoreGauges
 from hookinbox.store import Store, open_store_for
 from hookinbox.worker import WorkerPool
 
@@ -35,8 +37,12 @@ class Inbox:
     ) -> None:
         self.config = config
         self.store = store or open_store_for(config.database)
-        self.receiver = Receiver(config, self.store)
-        self.workers = WorkerPool(config, self.store) if run_workers else None
+        self.metrics = Metrics(config.sources)
+        self.store_gauges = StoreGauges(config.sources)
+        self.receiver = Receiver(config, self.store, metrics=self.metrics)
+        self.workers = (
+            WorkerPool(config, self.store, metrics=self.metrics) if run_workers else None
+        )
         self._stop = asyncio.Event()
         self._worker_task: asyncio.Task[None] | None = None
         self.app = Starlette(
@@ -48,6 +54,11 @@ class Inbox:
                 ),
                 Route("/healthz", healthz, methods=["GET"]),
                 Route("/readyz", readyz_endpoint(self.store), methods=["GET"]),
+                Route(
+                    "/metrics",
+                    metrics_endpoint(self.metrics, self.store_gauges, self.store),
+                    methods=["GET"],
+                ),
             ],
             lifespan=self.lifespan,
         )

@@ -40,3 +40,9 @@ def job_id(delivery_id: str, action: str) -> str:
     """A job's stable id: the same delivery and action always give the same id, which is
     also the Idempotency-Key a forward sends."""
     return f"{delivery_id}:{action}"
+
+
+def delivery_id_floor(unix_seconds: float) -> str:
+    """The smallest delivery id made at or after ``unix_seconds``: a time range over the
+    journal is a range over its primary key."""
+    return "dlv_" + _base32(max(0, int(unix_seconds * 1000)), 10)

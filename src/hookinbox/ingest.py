@@ -20,6 +20,7 @@ from hookinbox.config import Config
 from hookinbox.errors import HookinboxError, SourcePaused, StoreUnavailable, UnknownSource
 from hookinbox.ids import job_id, new_delivery_id
 from hookinbox.logs import get_logger
+from hookinbox.metrics import Metrics
 from hookinbox.store.base import NewDelivery, NewJob, Reservation, Store
 from hookinbox.verify.base import Verifier
 from hookinbox.verify.registry import build_verifier
@@ -158,8 +159,10 @@ class Receiver:
         *,
         clock: Callable[[], float] = time.time,
         paused: Callable[[str], bool] = lambda source: False,
+        metrics: Metrics | None = None,
     ) -> None:
         self._config = config
+        self.metrics = metrics or Metrics(config.sources)
         self._clock = clock
         self._paused = paused
         self._verifiers: dict[str, Verifier] = {

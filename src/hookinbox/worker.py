@@ -25,6 +25,7 @@ from hookinbox.config import Config, Worker
 from hookinbox.effects import JobContext
 from hookinbox.errors import HookinboxError, MalformedJson
 from hookinbox.logs import get_logger
+from hookinbox.metrics import Metrics
 from hookinbox.store.base import ClaimedJob, Store
 from hookinbox.verify.base import parse_json_object
 
@@ -55,8 +56,10 @@ class WorkerPool:
         *,
         actions: Mapping[tuple[str, str], Action] | None = None,
         name: str | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._config = config
+        self.metrics = metrics or Metrics(config.sources)
         self._settings = config.worker
         self._store = store
         self._client = httpx.AsyncClient()
@@ -134,6 +137,7 @@ class WorkerPool:
             "attempt": job.attempts,
             "trigger": job.trigger,
         }
+        self.metrics.job_started(job.source, job.action)
         heartbeat = asyncio.create_task(self._renew(job))
         try:
             business_id = await self._execute(job)
@@ -149,6 +153,8 @@ class WorkerPool:
                 business_id=business_id,
                 duration_ms=round((time.monotonic() - started) * 1000, 1),
             )
+            if ours:
+                self.metrics.job_settled(job.source, job.action, "completed")
         finally:
             heartbeat.cancel()
 
@@ -179,7 +185,11 @@ class WorkerPool:
             attempt=job.attempts,
             trigger=job.trigger,
         )
-        return await action.run(event, ctx)
+        ran = time.monotonic()
+        try:
+            return await action.run(event, ctx)
+        finally:
+            self.metrics.job_ran(job.source, job.action, time.monotonic() - ran)
 
     async def _settle_failure(
         self, job: ClaimedJob, code: str, fields: dict[str, object], *, final: bool
@@ -188,10 +198,12 @@ class WorkerPool:
             if final or job.attempts >= job.max_attempts:
                 await self._store.fail_job(job.id, job.lease_token, code)
                 log.error("job_failed", **fields, error=code)
+                self.metrics.job_settled(job.source, job.action, "failed")
             else:
                 delay = backoff_seconds(job.attempts, self._settings)
                 await self._store.retry_job(job.id, job.lease_token, code, delay)
                 log.warning("job_retry", **fields, error=code, retry_in_s=round(delay, 3))
+                self.metrics.job_settled(job.source, job.action, "retried")
         except HookinboxError as exc:
             # The lease will expire and the job comes back: nothing is lost.
             log.error("job_settle_failed", **fields, error=code, store_error=exc.code)

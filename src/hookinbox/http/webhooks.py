@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,7 @@ async def read_body(request: Request, limit: int) -> bytes:
 def webhook_endpoint(receiver: Receiver) -> object:
     async def receive_webhook(request: Request) -> Response:
         source = request.path_params["source"]
+        started = time.perf_counter()
         request_id = request.headers.get("x-request-id") or uuid.uuid4().hex
         structlog.contextvars.bind_contextvars(request_id=request_id[:64])
         try:
@@ -45,9 +47,12 @@ def webhook_endpoint(receiver: Receiver) -> object:
             receipt = await receiver.receive(source, body, headers)
         except HookinboxError as exc:
             log.info("refused", source=source, error=exc.code, status=exc.http_status)
+            receiver.metrics.delivery_answered(source, exc.code, started)
             return error_response(exc)
         finally:
             structlog.contextvars.unbind_contextvars("request_id")
+        outcome = "conflict" if receipt.conflict else receipt.status
+        receiver.metrics.delivery_answered(source, outcome, started)
         return JSONResponse(receipt.as_json())
 
     return receive_webhook

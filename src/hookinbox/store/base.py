@@ -14,7 +14,14 @@ import abc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from hookinbox.store.metrics_records import (
+        DeadLetter,
+        DeliverySearch,
+        StoreGaugeReadings,
+    )
 
 JobState = Literal["accepted", "processing", "completed", "failed"]
 JOB_STATES: tuple[JobState, ...] = ("accepted", "processing", "completed", "failed")
@@ -292,3 +299,35 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def count_rows(self) -> dict[str, int]:
         """Row counts per table (deliveries, jobs, payloads, effects): for tests and ops."""
+
+    # -- metrics --- (issue 6: gauges for /metrics and the admin's read-only lists) -------
+    @abc.abstractmethod
+    async def read_store_gauges(self) -> StoreGaugeReadings:
+        """Per source: unfinished jobs, the age of the oldest due unclaimed job, dead
+        letters, parked events, unsent outbox rows, and how long it has been paused. A
+        table a later migration adds reads as 0 until it exists."""
+
+    @abc.abstractmethod
+    async def deliveries_per_minute(self, since: float) -> list[tuple[str, int, int]]:
+        """``(source, minute since the epoch, deliveries accepted)`` since a unix time."""
+
+    @abc.abstractmethod
+    async def search_deliveries(self, query: DeliverySearch) -> list[DeliveryView]:
+        """A keyset page of the journal, newest first (never OFFSET)."""
+
+    @abc.abstractmethod
+    async def list_dead_letters(
+        self,
+        *,
+        source: str | None = None,
+        reason: str | None = None,
+        before: str | None = None,
+        limit: int = 50,
+    ) -> list[DeadLetter]:
+        """Failed jobs, newest job id first, keyset-paginated by job id."""
+
+    @abc.abstractmethod
+    async def dead_letter_reasons(self) -> list[tuple[str, str, str, int]]:
+        """``(source, action, last error code, failed jobs)``, largest group first."""
+
+    # -- end metrics ---

@@ -31,6 +31,7 @@ from hookinbox.store.base import (
     Store,
 )
 from hookinbox.store.migrations import load_migrations
+from hookinbox.store.postgres_metrics import PostgresMetricsMixin
 
 NOTIFY_CHANNEL = "hookinbox_jobs"
 _CONNECT_TIMEOUT = 5.0
@@ -209,7 +210,7 @@ async def _no_reset(connection: asyncpg.Connection) -> None:
     reset is a round trip per request on the hot path."""
 
 
-class PostgresStore(Store):
+class PostgresStore(PostgresMetricsMixin, Store):
     def __init__(self, url: str, *, pool_size: int = 10) -> None:
         self.url = url
         self._pool_size = pool_size

@@ -37,6 +37,7 @@ from hookinbox.store.base import (
     Store,
 )
 from hookinbox.store.migrations import load_migrations
+from hookinbox.store.sqlite_metrics import SQLiteMetricsMixin
 
 T = TypeVar("T")
 
@@ -185,7 +186,7 @@ def parse_sqlite_url(url: str) -> tuple[str, int]:
     return path, busy_timeout
 
 
-class SQLiteStore(Store):
+class SQLiteStore(SQLiteMetricsMixin, Store):
     def __init__(self, url: str) -> None:
         self.url = url
         self._db = _DatabaseThread(*parse_sqlite_url(url))
