@@ -597,7 +597,26 @@ def find(results: dict[str, TargetResult], target: str, mode: str, conns: int) -
     return None
 
 
-def report(results: dict[str, TargetResult], args: argparse.Namespace) -> None:
+def cpu_busy(seconds: float = 1.0) -> float | None:
+    """Fraction of all CPUs busy over `seconds` (before any server starts: other load)."""
+
+    def sample() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+        return sum(fields), idle
+
+    try:
+        total0, idle0 = sample()
+        time.sleep(seconds)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    total = total1 - total0
+    return 1 - (idle1 - idle0) / total if total > 0 else None
+
+
+def report(results: dict[str, TargetResult], args: argparse.Namespace, busy: float | None) -> None:
     print()
     print(
         f"hookinbox bench: {args.runs} runs x {args.duration} s per cell, medians; "
@@ -607,6 +626,13 @@ def report(results: dict[str, TargetResult], args: argparse.Namespace) -> None:
         "200/s = answers with HTTP 200 per second (accepted + duplicate); "
         "latency = wrk, request write to answer"
     )
+    if busy is not None:
+        print(f"CPU already busy before the bench started: {busy:.0%}", end="")
+        print(
+            " -- WARNING: other load on the machine, figures are low and noisy"
+            if busy > 0.15
+            else ""
+        )
     print()
     hdr = (
         f"{'target':<17} {'mode':<6} {'conns':>5} {'200/s':>9} {'p50 ms':>7} "
@@ -692,6 +718,11 @@ def main() -> int:
         ap.error(f"unknown targets: {', '.join(sorted(unknown))}")
 
     wrk = ensure_wrk()
+    busy = cpu_busy()
+    if busy is not None and busy > 0.15:
+        log(
+            f"warning: CPU {busy:.0%} busy before starting (other processes); figures will be noisy"
+        )
     secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
     signer = Signer(secret)
     env = {**os.environ, "BENCH_SECRET": secret, "PYTHONUNBUFFERED": "1"}
@@ -707,7 +738,7 @@ def main() -> int:
         if "hookinbox-pg" in targets:
             pg_drop(PG_DB_HOOKINBOX)
         shutil.rmtree(tmp, ignore_errors=True)
-    report(results, args)
+    report(results, args, busy)
     print(f"\n(total {time.monotonic() - started:.0f} s)")
     if args.json:
         args.json.write_text(
