@@ -19,12 +19,15 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from hookinbox.config import Config
+from hookinbox.errors import HookinboxError
 from hookinbox.http.health import healthz, readyz_endpoint
 from hookinbox.http.metrics import metrics_endpoint
 from hookinbox.http.webhooks import webhook_endpoint
 from hookinbox.ingest import Receiver
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics, StoreGauges
+from hookinbox.ops.purge import run_purge_loop
+from hookinbox.ops.sources import PausedSources
 from hookinbox.store import Store, open_store_for
 from hookinbox.worker import WorkerPool
 
@@ -39,12 +42,15 @@ class Inbox:
         self.store = store or open_store_for(config.database)
         self.metrics = Metrics(config.sources)
         self.store_gauges = StoreGauges(config.sources)
-        self.receiver = Receiver(config, self.store, metrics=self.metrics)
+        #: Paused sources, re-read from the store in the background (answers 503 meanwhile).
+        self.paused = PausedSources(self.store, config.operations.pause_refresh_seconds)
+        self.receiver = Receiver(config, self.store, metrics=self.metrics, paused=self.paused)
         self.workers = (
             WorkerPool(config, self.store, metrics=self.metrics) if run_workers else None
         )
         self._stop = asyncio.Event()
         self._worker_task: asyncio.Task[None] | None = None
+        self._ops_tasks: list[asyncio.Task[None]] = []
         self.app = Starlette(
             routes=[
                 Route(
@@ -68,6 +74,12 @@ class Inbox:
         self._stop.clear()
         if self.workers is not None:
             self._worker_task = asyncio.create_task(self.workers.run(self._stop))
+        with contextlib.suppress(HookinboxError):
+            await self.paused.refresh()  # a pause holds from the first request on
+        self._ops_tasks = [
+            asyncio.create_task(self.paused.run(self._stop)),
+            asyncio.create_task(run_purge_loop(self.store, self.config, self._stop)),
+        ]
         log.info("inbox_started", sources=sorted(self.config.sources), workers=bool(self.workers))
 
     async def stop(self) -> None:
@@ -76,6 +88,10 @@ class Inbox:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker_task
             self._worker_task = None
+        for task in self._ops_tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._ops_tasks = []
         await self.store.close()
 
     @contextlib.asynccontextmanager

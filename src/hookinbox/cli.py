@@ -313,5 +313,11 @@ def deliveries_show(config_path: str | None, ref: str, source: str | None, as_js
     console.print(table)
 
 
+import hookinbox.cli_ops  # noqa: E402, F401  (registers dlq, replay, purge, reconcile, sources, trace)
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # `python -m hookinbox.cli`: the commands other modules register live on the imported
+    # module's group, not on this __main__ copy's.
+    from hookinbox.cli import main as registered_main
+
+    registered_main()

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from hookinbox.errors import ConfigError
+from hookinbox.ops_config import Operations
 from hookinbox.verify.fingerprint import refuse_unsafe
 from hookinbox.verify.options import (
     SCHEME_NAMES,
@@ -207,6 +208,8 @@ class Config(_Frozen):
     sources: dict[str, Source] = Field(default_factory=dict)
     worker: Worker = Worker()
     server: Server = Server()
+    #: Dead-letter review, retention and purge, reconcile, pause (see ops_config).
+    operations: Operations = Operations()
 
     @field_validator("database")
     @classmethod

@@ -16,7 +16,8 @@ The tree::
     ├── StoreError                   store_error        HTTP 503, exit 3
     │   └── StoreUnavailable         store_unavailable  HTTP 503, exit 3
     ├── NotFound                     not_found          HTTP 404, exit 4
-    └── OperationRefused             refused            HTTP 409, exit 5
+    ├── OperationRefused             refused            HTTP 409, exit 5
+    └── InvalidArgument              invalid_argument   HTTP 400, exit 2
 
 The HTTP layer (``hookinbox.http``) is the only place that maps these to statuses and the
 CLI the only place that maps them to exit codes; both read the attributes below. A
@@ -138,3 +139,11 @@ class OperationRefused(HookinboxError):
     code = "refused"
     http_status = 409
     exit_code = 5
+
+
+class InvalidArgument(HookinboxError):
+    """An argument of an operator command is not valid."""
+
+    code = "invalid_argument"
+    http_status = 400
+    exit_code = 2

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         DeliverySearch,
         StoreGaugeReadings,
     )
+    from hookinbox.store.ops_records import Anomalies, JobDetail, OperatorAction, SourceState
 
 JobState = Literal["accepted", "processing", "completed", "failed"]
 JOB_STATES: tuple[JobState, ...] = ("accepted", "processing", "completed", "failed")
@@ -331,3 +332,108 @@ class Store(abc.ABC):
         """``(source, action, last error code, failed jobs)``, largest group first."""
 
     # -- end metrics ---
+
+    # -- operators --- (issue 3: dead letters, replay, purge, reconcile, pause, trace) ----
+    @abc.abstractmethod
+    async def get_job(self, job_id: str) -> JobDetail | None:
+        """One job with its delivery's identity, or None."""
+
+    @abc.abstractmethod
+    async def list_failed_jobs(
+        self,
+        *,
+        source: str | None = None,
+        since: datetime | None = None,
+        limit: int = 50,
+        oldest_first: bool = False,
+    ) -> list[JobDetail]:
+        """Dead letters (state ``failed``), newest failure first unless ``oldest_first``;
+        ``since`` keeps those that failed at or after it."""
+
+    @abc.abstractmethod
+    async def requeue_jobs(
+        self,
+        job_ids: Sequence[str],
+        *,
+        from_states: Sequence[JobState],
+        trigger: str,
+        max_attempts: int,
+        actor: str,
+        command: str,
+    ) -> list[str]:
+        """Atomically put back to ``accepted`` (due now, attempts reset, ``trigger`` set for
+        the next claim) those of ``job_ids`` that are in one of ``from_states`` right now;
+        audit each as ``command`` by ``actor``; wake the workers. Returns the ids moved."""
+
+    @abc.abstractmethod
+    async def supersede_effects(self, job_ids: Sequence[str], *, actor: str) -> list[str]:
+        """Move the ledger rows made by these jobs to ``effects_superseded`` so the next run
+        makes its effects again (``replay --force-effects``); return their keys."""
+
+    @abc.abstractmethod
+    async def list_effects(self, job_ids: Sequence[str]) -> list[EffectRecord]:
+        """Ledger rows started by these jobs, oldest first."""
+
+    @abc.abstractmethod
+    async def find_deliveries_by_event(
+        self, event_id: str, source: str | None = None
+    ) -> list[DeliveryView]:
+        """Every delivery (with its jobs) of an event id, in every source unless given."""
+
+    @abc.abstractmethod
+    async def record_operator_action(
+        self,
+        *,
+        actor: str,
+        command: str,
+        source: str | None = None,
+        delivery_id: str | None = None,
+        job_id: str | None = None,
+        detail: str | None = None,
+    ) -> None: ...
+
+    @abc.abstractmethod
+    async def list_operator_actions(
+        self, *, delivery_id: str | None = None, limit: int = 100
+    ) -> list[OperatorAction]:
+        """The audit, oldest first (of one delivery and its jobs when given)."""
+
+    @abc.abstractmethod
+    async def list_source_states(self) -> list[SourceState]:
+        """Every source an operator ever paused or resumed."""
+
+    @abc.abstractmethod
+    async def set_source_paused(
+        self, source: str, *, paused: bool, reason: str | None, actor: str
+    ) -> SourceState:
+        """Pause or resume a source (and audit it); every receiver sees it on refresh."""
+
+    @abc.abstractmethod
+    async def count_purgeable_payloads(self, older_than_seconds: float) -> int:
+        """Payloads of deliveries whose jobs all completed more than this long ago (or
+        that had no job and were first seen that long ago)."""
+
+    @abc.abstractmethod
+    async def purge_payloads(self, older_than_seconds: float, limit: int) -> int:
+        """Delete up to ``limit`` of those payloads in one transaction; return how many."""
+
+    @abc.abstractmethod
+    async def count_purgeable_deliveries(self, older_than_seconds: float) -> tuple[int, int]:
+        """``(purgeable, held)``: journal rows last seen more than this long ago whose jobs
+        all completed, and those as old but kept because a job is unfinished or failed."""
+
+    @abc.abstractmethod
+    async def purge_deliveries(self, older_than_seconds: float, limit: int) -> int:
+        """Delete up to ``limit`` purgeable journal rows with their jobs, attempts, payloads
+        and ledger rows, in one transaction; return how many deliveries went."""
+
+    @abc.abstractmethod
+    async def find_anomalies(
+        self, check: str, *, older_than_seconds: float = 0.0, limit: int = 20
+    ) -> Anomalies:
+        """Run one named reconciliation query (see ``ANOMALY_CHECKS`` in the store ops
+        modules): ``expired_leases``, ``stale_accepted``, ``failed_past_review``,
+        ``deliveries_without_jobs`` (samples grouped by source and type),
+        ``unrecorded_effects``."""
+
+    # -- end operators ---

@@ -32,6 +32,7 @@ from hookinbox.store.base import (
 )
 from hookinbox.store.migrations import load_migrations
 from hookinbox.store.postgres_metrics import PostgresMetricsMixin
+from hookinbox.store.postgres_ops import PostgresOperatorsMixin
 
 NOTIFY_CHANNEL = "hookinbox_jobs"
 _CONNECT_TIMEOUT = 5.0
@@ -210,7 +211,7 @@ async def _no_reset(connection: asyncpg.Connection) -> None:
     reset is a round trip per request on the hot path."""
 
 
-class PostgresStore(PostgresMetricsMixin, Store):
+class PostgresStore(PostgresOperatorsMixin, PostgresMetricsMixin, Store):
     def __init__(self, url: str, *, pool_size: int = 10) -> None:
         self.url = url
         self._pool_size = pool_size

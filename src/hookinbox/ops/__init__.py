@@ -1,0 +1,83 @@
+"""Operator commands as plain async functions over a Store and a Config.
+
+The ``hookinbox`` CLI (``cli_ops.py``) and the admin page call these same functions, so
+both show and do exactly the same thing. Each returns a dataclass with ``as_json()``;
+each refuses with a :class:`~hookinbox.errors.HookinboxError` subclass (``NotFound``,
+``OperationRefused``, ``UnknownSource``) whose one-line message names ids, never data.
+Every change an operator makes is audited in the store with who (``actor``) and what.
+
+- dead letters: :func:`dlq_list`, :func:`dlq_retry`, :func:`dlq_retry_all`
+- replay: :func:`replay` (through the normal worker path; the ledger still applies)
+- retention: :func:`purge`, :func:`run_purge_loop` (the background purge of ``serve``)
+- reconciliation: :func:`reconcile`, :func:`register_check`
+- pause: :func:`list_sources`, :func:`pause_source`, :func:`resume_source`,
+  :class:`PausedSources` (what each receiver consults)
+- trace: :func:`trace`, :func:`register_trace_layer`
+"""
+
+from __future__ import annotations
+
+from hookinbox.ops.actor import default_actor
+from hookinbox.ops.dlq import (
+    DeadLetterList,
+    RetryItem,
+    RetryReport,
+    dlq_list,
+    dlq_retry,
+    dlq_retry_all,
+)
+from hookinbox.ops.purge import PurgeReport, PurgeStep, purge, run_purge_loop
+from hookinbox.ops.reconcile import (
+    CHECKS,
+    Finding,
+    ReconcileCheck,
+    ReconcileReport,
+    StoreCheck,
+    reconcile,
+    register_check,
+)
+from hookinbox.ops.replay import ReplayItem, ReplayReport, replay
+from hookinbox.ops.sources import (
+    PausedSources,
+    SourceRow,
+    SourcesReport,
+    list_sources,
+    pause_source,
+    resume_source,
+)
+from hookinbox.ops.trace import TracedDelivery, TracedJob, TraceReport, register_trace_layer, trace
+
+__all__ = [
+    "CHECKS",
+    "DeadLetterList",
+    "Finding",
+    "PausedSources",
+    "PurgeReport",
+    "PurgeStep",
+    "ReconcileCheck",
+    "ReconcileReport",
+    "ReplayItem",
+    "ReplayReport",
+    "RetryItem",
+    "RetryReport",
+    "SourceRow",
+    "SourcesReport",
+    "StoreCheck",
+    "TraceReport",
+    "TracedDelivery",
+    "TracedJob",
+    "default_actor",
+    "dlq_list",
+    "dlq_retry",
+    "dlq_retry_all",
+    "list_sources",
+    "pause_source",
+    "purge",
+    "reconcile",
+    "register_check",
+    "register_trace_layer",
+    "replay",
+    "resume_source",
+    "run_purge_loop",
+    "trace",
+]

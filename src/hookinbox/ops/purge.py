@@ -1,0 +1,163 @@
+"""Retention: drop payloads soon after processing, journal keys after the key retention.
+
+Two steps, each in bounded batches (one short transaction per batch):
+
+1. payloads of deliveries whose jobs all completed more than ``payload_retention`` ago;
+2. journal rows (with their jobs, attempts and ledger rows) last seen more than
+   ``key_retention`` ago whose jobs all completed.
+
+A key retention shorter than the longest redelivery window is refused: a provider's late
+retry would look like a new event and run its effects again. Dead letters and unfinished
+deliveries are never purged (the report counts them as held). ``serve`` runs the same
+purge in the background every ``purge_interval``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from hookinbox.config import Config
+from hookinbox.errors import HookinboxError, InvalidArgument, OperationRefused
+from hookinbox.logs import get_logger
+from hookinbox.store.base import Store
+
+log = get_logger("hookinbox.ops.purge")
+
+PurgeKind = Literal["payloads", "deliveries"]
+#: ``progress(kind, done, total)`` after every batch.
+Progress = Callable[[PurgeKind, int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeStep:
+    kind: PurgeKind
+    older_than_seconds: float
+    candidates: int
+    deleted: int
+    batches: int
+    #: Old enough, but kept because a job is unfinished or dead-lettered (deliveries only).
+    held: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "older_than_seconds": self.older_than_seconds,
+            "candidates": self.candidates,
+            "deleted": self.deleted,
+            "batches": self.batches,
+            "held": self.held,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeReport:
+    dry_run: bool
+    steps: list[PurgeStep]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "steps": [step.as_json() for step in self.steps]}
+
+
+async def purge(
+    store: Store,
+    config: Config,
+    *,
+    older_than: float | None = None,
+    payloads_only: bool = False,
+    batch: int | None = None,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> PurgeReport:
+    """Purge in batches. ``older_than`` (seconds) sets the key retention, or with
+    ``payloads_only`` the payload retention; the config gives the defaults."""
+    ops = config.operations
+    size = batch if batch is not None else ops.purge_batch
+    if size < 1:
+        raise InvalidArgument("--batch must be at least 1")
+    steps: list[PurgeStep] = []
+    if payloads_only:
+        age = ops.payload_retention if older_than is None else older_than
+        steps.append(await _purge_payloads(store, age, size, dry_run, progress))
+        return PurgeReport(dry_run, steps)
+    key_age = ops.key_retention if older_than is None else older_than
+    if key_age < ops.redelivery_window:
+        raise OperationRefused(
+            f"key retention {_human(key_age)} is shorter than the redelivery window "
+            f"{_human(ops.redelivery_window)}: a late provider retry would look new"
+        )
+    steps.append(await _purge_payloads(store, ops.payload_retention, size, dry_run, progress))
+    steps.append(await _purge_deliveries(store, key_age, size, dry_run, progress))
+    return PurgeReport(dry_run, steps)
+
+
+async def _purge_payloads(
+    store: Store, age: float, size: int, dry_run: bool, progress: Progress | None
+) -> PurgeStep:
+    total = await store.count_purgeable_payloads(age)
+    if dry_run or not total:
+        return PurgeStep("payloads", age, total, 0, 0)
+    deleted = batches = 0
+    if progress:
+        progress("payloads", 0, total)
+    # Bounded: never more batches than the count asked for, plus slack for new arrivals.
+    while batches < total // size + 2:
+        count = await store.purge_payloads(age, size)
+        if not count:
+            break
+        deleted += count
+        batches += 1
+        if progress:
+            progress("payloads", deleted, max(total, deleted))
+    return PurgeStep("payloads", age, total, deleted, batches)
+
+
+async def _purge_deliveries(
+    store: Store, age: float, size: int, dry_run: bool, progress: Progress | None
+) -> PurgeStep:
+    total, held = await store.count_purgeable_deliveries(age)
+    if dry_run or not total:
+        return PurgeStep("deliveries", age, total, 0, 0, held)
+    deleted = batches = 0
+    if progress:
+        progress("deliveries", 0, total)
+    while batches < total // size + 2:
+        count = await store.purge_deliveries(age, size)
+        if not count:
+            break
+        deleted += count
+        batches += 1
+        if progress:
+            progress("deliveries", deleted, max(total, deleted))
+    return PurgeStep("deliveries", age, total, deleted, batches, held)
+
+
+async def run_purge_loop(store: Store, config: Config, stop: asyncio.Event) -> None:
+    """The background purge of ``serve``: every ``purge_interval`` (0 = never), with the
+    configured retentions. A failing store is logged and tried again next time."""
+    interval = config.operations.purge_interval
+    if interval <= 0:
+        return
+    while not stop.is_set():
+        try:
+            await asyncio.wait_for(stop.wait(), interval)
+            return
+        except TimeoutError:
+            pass
+        try:
+            report = await purge(store, config)
+        except HookinboxError as exc:
+            log.error("purge_failed", error=exc.code)
+            continue
+        for step in report.steps:
+            if step.deleted or step.held:
+                log.info("purged", kind=step.kind, deleted=step.deleted, held=step.held)
+
+
+def _human(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"

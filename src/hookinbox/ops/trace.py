@@ -1,0 +1,109 @@
+"""Trace one event id through every layer: receipts, journal, jobs, attempts, effects,
+operator actions, and whatever later layers register (outbox rows, transitions).
+
+Answers "where did the second copy appear?": the receipts say how many HTTP deliveries
+came (first, last, count), the journal that they are one event, each job its attempts
+with trigger (delivery, retry, replay, dlq-retry) and error code, the ledger which
+effects exist under which key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hookinbox.config import Config
+from hookinbox.errors import NotFound
+from hookinbox.store.base import AttemptView, DeliveryView, EffectRecord, JobView, Store, iso
+from hookinbox.store.ops_records import OperatorAction
+
+#: ``layer(store, delivery) -> rows``: extra rows of a delivery shown under the layer's name.
+TraceLayer = Callable[[Store, DeliveryView], Awaitable[list[dict[str, Any]]]]
+LAYERS: dict[str, TraceLayer] = {}
+
+
+def register_trace_layer(name: str, layer: TraceLayer) -> None:
+    """Add a layer (e.g. ``outbox``, ``transitions``) to every later :func:`trace`."""
+    LAYERS[name] = layer
+
+
+@dataclass(frozen=True, slots=True)
+class TracedJob:
+    job: JobView
+    attempts: list[AttemptView]
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.job.as_json(), "attempt_history": [a.as_json() for a in self.attempts]}
+
+
+@dataclass(frozen=True, slots=True)
+class TracedDelivery:
+    delivery: DeliveryView
+    jobs: list[TracedJob]
+    effects: list[EffectRecord]
+    operator_actions: list[OperatorAction]
+    layers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        journal = {k: v for k, v in self.delivery.as_json().items() if k != "jobs"}
+        return {
+            "receipts": {
+                "first_seen_at": journal["first_seen_at"],
+                "last_seen_at": journal["last_seen_at"],
+                "count": journal["delivery_count"],
+                "conflicts": journal["conflicts"],
+            },
+            "journal": journal,
+            "jobs": [job.as_json() for job in self.jobs],
+            "effects": [_effect_json(effect) for effect in self.effects],
+            "operator_actions": [action.as_json() for action in self.operator_actions],
+            **self.layers,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TraceReport:
+    event_id: str
+    source: str | None
+    deliveries: list[TracedDelivery]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "event_id": self.event_id,
+            "source": self.source,
+            "deliveries": [d.as_json() for d in self.deliveries],
+        }
+
+
+async def trace(
+    store: Store, config: Config, event_id: str, *, source: str | None = None
+) -> TraceReport:
+    """Every delivery of ``event_id`` (in each source, unless ``source`` is given); an
+    internal delivery id works too."""
+    deliveries = await store.find_deliveries_by_event(event_id, source)
+    if not deliveries and event_id.startswith("dlv_"):
+        found = await store.get_delivery(event_id)
+        deliveries = [found] if found is not None and source in (None, found.source) else []
+    if not deliveries:
+        where = f" in source {source!r}" if source else ""
+        raise NotFound(f"no delivery of event id {event_id!r}{where}")
+    traced = []
+    for delivery in deliveries:
+        jobs = [TracedJob(job, await store.list_attempts(job.id)) for job in delivery.jobs]
+        effects = await store.list_effects([job.id for job in delivery.jobs])
+        actions = await store.list_operator_actions(delivery_id=delivery.id)
+        layers = {name: await layer(store, delivery) for name, layer in LAYERS.items()}
+        traced.append(TracedDelivery(delivery, jobs, effects, actions, layers))
+    return TraceReport(event_id, source, traced)
+
+
+def _effect_json(effect: EffectRecord) -> dict[str, Any]:
+    return {
+        "key": effect.key,
+        "state": effect.state,
+        "job_id": effect.job_id,
+        "result": effect.result,
+        "created_at": iso(effect.created_at),
+        "recorded_at": iso(effect.recorded_at),
+    }

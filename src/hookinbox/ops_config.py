@@ -1,0 +1,69 @@
+"""Config for the operator side: dead-letter review, retention, purge, reconcile, pause.
+
+TOML (every key optional; durations as ``90s``, ``15m``, ``72h``, ``30d`` or seconds)::
+
+    [operations]
+    dlq_review_days = 7            # a dead letter should be looked at within this
+    redelivery_window = "72h"      # the longest a provider retries (OpenAI: 72 hours)
+    key_retention = "30d"          # journal keys; never shorter than redelivery_window
+    payload_retention = "24h"      # raw bodies, after every job of the delivery completed
+    purge_interval = "1h"          # background purge in `serve`; "off" or 0 disables
+    purge_batch = 1000             # rows per purge transaction
+    accepted_too_old = "1h"        # reconcile: accepted jobs / started effects older than this
+    pause_refresh_seconds = 2      # how often each receiver re-reads paused sources
+
+Kept apart from ``config.py`` (which imports this module) so each concept stays one screen.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+def _seconds(value: Any) -> float:
+    from hookinbox.config import parse_duration  # config imports this module
+
+    return parse_duration(value)
+
+
+class Operations(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dlq_review_days: float = Field(default=7.0, gt=0, le=3650)
+    redelivery_window: float = Field(default=72 * 3600.0, ge=0)
+    key_retention: float = Field(default=30 * 86400.0, gt=0)
+    payload_retention: float = Field(default=24 * 3600.0, ge=0)
+    #: 0 = no background purge in ``serve``.
+    purge_interval: float = Field(default=3600.0, ge=0)
+    purge_batch: int = Field(default=1000, ge=1, le=100_000)
+    accepted_too_old: float = Field(default=3600.0, gt=0)
+    pause_refresh_seconds: float = Field(default=2.0, gt=0, le=60)
+
+    @field_validator(
+        "redelivery_window",
+        "key_retention",
+        "payload_retention",
+        "purge_interval",
+        "accepted_too_old",
+        mode="before",
+    )
+    @classmethod
+    def _duration(cls, value: Any) -> float:
+        if isinstance(value, str) and value.strip().lower() in ("off", "never", "none"):
+            return 0.0
+        return _seconds(value)
+
+    @model_validator(mode="after")
+    def _keys_outlive_redelivery(self) -> Operations:
+        if self.key_retention < self.redelivery_window:
+            raise ValueError(
+                "key_retention must be at least redelivery_window: a provider's late retry "
+                "would otherwise look like a new event"
+            )
+        return self
+
+    @property
+    def dlq_review_seconds(self) -> float:
+        return self.dlq_review_days * 86400.0

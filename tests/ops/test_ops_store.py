@@ -1,0 +1,197 @@
+"""The operator functions over both stores, in process: the contract the CLI and the admin
+page rely on. The real command line is tested in tests/cli/test_ops_cli.py."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from hookinbox import ops
+from hookinbox.errors import InvalidArgument, NotFound, OperationRefused, UnknownSource
+from hookinbox.store import Store, sqlite_ops
+from hookinbox.store import sqlite as sqlite_store
+from tests.conftest import make_config
+from tests.support.journal import add_delivery, settle_all
+
+ACTOR = "test:ops"
+
+
+def test_sqlite_clock_expression_is_shared() -> None:
+    assert sqlite_ops.NOW == sqlite_store.NOW
+
+
+async def test_empty_store_reports_nothing(store: Store, db_url: str) -> None:
+    config = make_config(db_url)
+    assert (await ops.dlq_list(store, config)).jobs == []
+    assert (await ops.dlq_retry_all(store, config, limit=10, actor=ACTOR)).items == []
+    report = await ops.reconcile(store, config)
+    assert report.clean and report.total == 0
+    assert {f.check for f in report.findings} >= {
+        "expired_leases",
+        "stale_accepted",
+        "failed_past_review",
+        "deliveries_without_jobs",
+        "unrecorded_effects",
+    }
+    purged = await ops.purge(store, config)
+    assert [s.deleted for s in purged.steps] == [0, 0]
+    with pytest.raises(NotFound):
+        await ops.trace(store, config, "evt_missing")
+    with pytest.raises(NotFound):
+        await ops.replay(store, config, "dlv_missing", actor=ACTOR)
+    with pytest.raises(NotFound):
+        await ops.dlq_retry(store, config, "dlv_x:count", actor=ACTOR)
+
+
+async def test_dead_letters_listed_retried_once_and_audited(store: Store, db_url: str) -> None:
+    config = make_config(db_url)
+    for n in range(3):
+        await add_delivery(store, f"evt_{n}")
+    failed = await settle_all(store, "failed")
+    listed = await ops.dlq_list(store, config)
+    assert {job.id for job in listed.jobs} == set(failed)
+    first = listed.jobs[0]
+    data = listed.as_json()["dead_letters"][0]
+    assert data["last_error"] == "crm_unavailable" and data["review_deadline"]
+    assert first.first_failed_at is not None and first.attempts == 1
+
+    dry = await ops.dlq_retry_all(store, config, limit=2, actor=ACTOR, dry_run=True)
+    assert [i.outcome for i in dry.items] == ["would_requeue"] * 2
+    assert len((await ops.dlq_list(store, config)).jobs) == 3
+
+    one = await ops.dlq_retry(store, config, failed[0], actor=ACTOR)
+    assert one.requeued == 1
+    job = await store.get_job(failed[0])
+    assert job is not None and job.state == "accepted" and job.attempts == 0
+    assert job.trigger == "dlq-retry"
+    with pytest.raises(OperationRefused, match="accepted, not failed"):
+        await ops.dlq_retry(store, config, failed[0], actor=ACTOR)
+
+    bulk = await ops.dlq_retry_all(store, config, limit=1, actor=ACTOR)
+    assert bulk.requeued == 1
+    assert len((await ops.dlq_list(store, config)).jobs) == 1
+    with pytest.raises(InvalidArgument):
+        await ops.dlq_retry_all(store, config, limit=0, actor=ACTOR)
+
+    claimed = await store.claim_due_jobs("w", 10, 30)
+    assert {c.trigger for c in claimed} == {"dlq-retry"} and len(claimed) == 2
+    actions = await store.list_operator_actions()
+    assert [(a.command, a.actor) for a in actions] == [("dlq-retry", ACTOR)] * 2
+
+
+async def test_dlq_retry_refuses_a_job_whose_payload_was_purged(store: Store, db_url: str) -> None:
+    config = make_config(db_url)
+    await add_delivery(store, "evt_p")
+    (job_id,) = await settle_all(store, "failed")
+    # Failed deliveries keep their payload through a purge.
+    await ops.purge(store, config, payloads_only=True, older_than=0)
+    assert (await store.get_job(job_id)).payload_retained  # type: ignore[union-attr]
+    assert (await ops.dlq_retry(store, config, job_id, actor=ACTOR, dry_run=True)).items
+
+
+async def test_purge_payloads_then_keys_never_dead_letters(store: Store, db_url: str) -> None:
+    config = make_config(db_url)
+    done = [await add_delivery(store, f"evt_done_{n}") for n in range(5)]
+    await settle_all(store, "completed")
+    await add_delivery(store, "evt_failed")
+    await settle_all(store, "failed")
+    await add_delivery(store, "evt_waiting")
+
+    with pytest.raises(OperationRefused, match="redelivery window"):
+        await ops.purge(store, config, older_than=3600)
+    dry = await ops.purge(store, config, payloads_only=True, older_than=0, dry_run=True)
+    assert dry.steps[0].candidates == 5 and dry.steps[0].deleted == 0
+
+    seen: list[tuple[str, int, int]] = []
+    report = await ops.purge(
+        store,
+        config,
+        payloads_only=True,
+        older_than=0,
+        batch=2,
+        progress=lambda kind, d, t: seen.append((kind, d, t)),
+    )
+    (step,) = report.steps
+    assert (step.deleted, step.batches) == (5, 3)
+    assert seen[-1] == ("payloads", 5, 5)
+    rows = await store.count_rows()
+    assert rows["payloads"] == 2 and rows["deliveries"] == 7
+    view = await store.get_delivery(done[0])
+    assert view is not None and not view.payload_retained
+    with pytest.raises(OperationRefused, match="purged"):
+        await ops.replay(store, config, done[0], actor=ACTOR)
+
+    # Keys: a zero redelivery window lets the test purge everything old enough.
+    config = make_config(db_url, operations={"redelivery_window": 0, "key_retention": 1})
+    await asyncio.sleep(1.1)
+    report = await ops.purge(store, config, older_than=1, batch=2)
+    keys = report.steps[1]
+    assert (keys.deleted, keys.held) == (5, 2)
+    rows = await store.count_rows()
+    assert rows["deliveries"] == 2 and rows["jobs"] == 2
+    assert {j.event_id for j in (await ops.dlq_list(store, config)).jobs} == {"evt_failed"}
+
+
+async def test_pause_resume_and_the_receivers_view(store: Store, db_url: str) -> None:
+    config = make_config(db_url)
+    paused = ops.PausedSources(store)
+    await paused.refresh()
+    assert not paused("test")
+    with pytest.raises(UnknownSource):
+        await ops.pause_source(store, config, "nope", actor=ACTOR)
+    state = await ops.pause_source(store, config, "test", actor=ACTOR, reason="contract v2")
+    assert state.paused and state.reason == "contract v2" and state.changed_by == ACTOR
+    await paused.refresh()
+    assert paused("test")
+    listed = (await ops.list_sources(store, config)).as_json()["sources"]
+    assert listed == [
+        {
+            "source": "test",
+            "configured": True,
+            "scheme": "standard-webhooks",
+            "routes": ["count"],
+            "paused": True,
+            "reason": "contract v2",
+            "changed_at": listed[0]["changed_at"],
+            "changed_by": ACTOR,
+        }
+    ]
+    await ops.resume_source(store, config, "test", actor=ACTOR)
+    await paused.refresh()
+    assert not paused("test")
+    assert [a.command for a in await store.list_operator_actions()] == ["pause", "resume"]
+
+
+async def test_reconcile_finds_each_kind(store: Store, db_url: str) -> None:
+    config = make_config(
+        db_url,
+        operations={"accepted_too_old": 0.001, "dlq_review_days": 0.00000001},
+        routes=[
+            {"events": ["crm.*"], "action": "count", "handler": "tests.support.handlers:count"}
+        ],
+    )
+    await add_delivery(store, "evt_accepted")
+    await add_delivery(store, "evt_unrouted", actions=())
+    await add_delivery(store, "evt_other_type", actions=(), event_type="billing.paid")
+    stuck = await add_delivery(store, "evt_stuck")
+    await asyncio.sleep(0.05)
+    claimed = await store.claim_due_jobs("w", 10, 0.01)
+    by_delivery = {c.delivery_id: c for c in claimed}
+    await store.start_effect("crm-task:evt_accepted:create", by_delivery[stuck].id)
+    for c in claimed:
+        if c.delivery_id != stuck:
+            await store.fail_job(c.id, c.lease_token, "boom")
+    await asyncio.sleep(0.05)
+    report = await ops.reconcile(store, config)
+    counts = {f.check: f.count for f in report.findings}
+    assert counts == {
+        "expired_leases": 1,
+        "stale_accepted": 0,
+        "failed_past_review": 1,
+        "deliveries_without_jobs": 1,
+        "unrecorded_effects": 0,
+    }
+    unrouted = next(f for f in report.findings if f.check == "deliveries_without_jobs")
+    assert unrouted.items[0]["detail"] == "crm.lead.created"
+    assert not report.clean and report.as_json()["total"] == 3

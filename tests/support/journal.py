@@ -1,0 +1,56 @@
+"""Put deliveries and jobs into a store directly, in a chosen state, for operator tests.
+
+Goes through the store's own receiving and working methods (reserve, claim, complete,
+fail), so the rows look exactly as the pipeline would leave them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from hookinbox.ids import job_id, new_delivery_id
+from hookinbox.store.base import NewDelivery, NewJob, Store
+
+
+async def add_delivery(
+    store: Store,
+    event_id: str,
+    *,
+    actions: tuple[str, ...] = ("count",),
+    source: str = "test",
+    event_type: str = "crm.lead.created",
+    max_attempts: int = 3,
+) -> str:
+    """A reserved delivery with one accepted job per action; returns the delivery id."""
+    delivery_id = new_delivery_id()
+    body = json.dumps({"id": event_id, "type": event_type, "data": {}}).encode()
+    (answer,) = await store.reserve_deliveries(
+        [
+            NewDelivery(
+                id=delivery_id,
+                source=source,
+                event_id=event_id,
+                event_type=event_type,
+                body_sha256=hashlib.sha256(body).hexdigest(),
+                body=body,
+                headers={"content-type": "application/json"},
+                jobs=tuple(NewJob(job_id(delivery_id, a), a) for a in actions),
+                max_attempts=max_attempts,
+            )
+        ]
+    )
+    assert answer.outcome == "accepted"
+    return delivery_id
+
+
+async def settle_all(store: Store, state: str, *, error: str = "crm_unavailable") -> list[str]:
+    """Claim every due job and complete or dead-letter it; returns the job ids."""
+    done = []
+    for job in await store.claim_due_jobs("test-worker", 1000, 30):
+        if state == "completed":
+            assert await store.complete_job(job.id, job.lease_token, f"biz-{job.id}")
+        else:
+            assert await store.fail_job(job.id, job.lease_token, error)
+        done.append(job.id)
+    return done
