@@ -20,6 +20,7 @@ from starlette.routing import Route
 
 from hookinbox.config import Config
 from hookinbox.errors import HookinboxError
+from hookinbox.http.admin import admin_routes
 from hookinbox.http.health import healthz, readyz_endpoint
 from hookinbox.http.metrics import metrics_endpoint
 from hookinbox.http.webhooks import webhook_endpoint
@@ -65,6 +66,7 @@ class Inbox:
                     metrics_endpoint(self.metrics, self.store_gauges, self.store),
                     methods=["GET"],
                 ),
+                *admin_routes(config, self.store, self.metrics, self.store_gauges),
             ],
             lifespan=self.lifespan,
         )

@@ -331,6 +331,10 @@ class Store(abc.ABC):
     async def dead_letter_reasons(self) -> list[tuple[str, str, str, int]]:
         """``(source, action, last error code, failed jobs)``, largest group first."""
 
+    @abc.abstractmethod
+    async def read_payload(self, delivery_id: str) -> bytes | None:
+        """The raw body while it is retained, else None (for the admin's explicit view)."""
+
     # -- end metrics ---
 
     # -- operators --- (issue 3: dead letters, replay, purge, reconcile, pause, trace) ----

@@ -153,5 +153,12 @@ class PostgresMetricsMixin:
             rows = await conn.fetch(_REASONS)
         return [(r["source"], r["action"], r["reason"], int(r["n"])) for r in rows]
 
+    async def read_payload(self, delivery_id: str) -> bytes | None:
+        async with self._conn() as conn:
+            body = await conn.fetchval(
+                "SELECT body FROM payloads WHERE delivery_id = $1", delivery_id
+            )
+        return bytes(body) if body is not None else None
+
 
 __all__ = ["PostgresMetricsMixin"]

@@ -164,3 +164,12 @@ class SQLiteMetricsMixin:
             ]
 
         return await self._db.run(run)
+
+    async def read_payload(self, delivery_id: str) -> bytes | None:
+        def run(conn: sqlite3.Connection) -> bytes | None:
+            row = conn.execute(
+                "SELECT body FROM payloads WHERE delivery_id = ?", (delivery_id,)
+            ).fetchone()
+            return bytes(row["body"]) if row is not None else None
+
+        return await self._db.run(run)
