@@ -32,6 +32,15 @@ SELECT source, extract(epoch FROM now() - changed_at) AS seconds
 FROM source_state WHERE paused
 """
 
+_PARKED = "SELECT source, count(*) AS n FROM parked_events GROUP BY source"
+
+_UNSENT = """
+SELECT coalesce(source, '_none') AS source, count(*) AS n FROM outbox
+WHERE state <> 'sent' GROUP BY 1
+"""
+
+_TABLES = "SELECT to_regclass('source_state'), to_regclass('parked_events'), to_regclass('outbox')"
+
 _PER_MINUTE = """
 SELECT source, (extract(epoch FROM date_trunc('minute', first_seen_at)) / 60)::bigint AS minute,
        count(*) AS n
@@ -89,15 +98,24 @@ class PostgresMetricsMixin:
         async with self._conn() as conn:
             queue = await conn.fetch(_QUEUE)
             dead = await conn.fetch(_DEAD)
+            has_pause, has_parked, has_outbox = await conn.fetchrow(_TABLES)
             paused: dict[str, float] = {}
-            if await conn.fetchval("SELECT to_regclass('source_state') IS NOT NULL"):
+            if has_pause is not None:
                 paused = {
                     r["source"]: max(0.0, float(r["seconds"])) for r in await conn.fetch(_PAUSED)
                 }
+            parked: dict[str, int] = {}
+            if has_parked is not None:
+                parked = {r["source"]: int(r["n"]) for r in await conn.fetch(_PARKED)}
+            unsent: dict[str, int] = {}
+            if has_outbox is not None:
+                unsent = {r["source"]: int(r["n"]) for r in await conn.fetch(_UNSENT)}
         return StoreGaugeReadings(
             queue_depth={r["source"]: int(r["depth"]) for r in queue},
             lag_seconds={r["source"]: max(0.0, float(r["lag"])) for r in queue},
             dead_letters={r["source"]: int(r["n"]) for r in dead},
+            parked=parked,
+            outbox_unsent=unsent,
             paused_seconds=paused,
         )
 

@@ -28,6 +28,13 @@ _DEAD = "SELECT source, count(*) AS n FROM jobs WHERE state = 'failed' GROUP BY 
 
 _PAUSED = "SELECT source, {now} - changed_at AS seconds FROM source_state WHERE paused = 1"
 
+_PARKED = "SELECT source, count(*) AS n FROM parked_events GROUP BY source"
+
+_UNSENT = (
+    "SELECT coalesce(source, '_none') AS source, count(*) AS n FROM outbox"
+    " WHERE state <> 'sent' GROUP BY 1"
+)
+
 _PER_MINUTE = """
 SELECT source, CAST(first_seen_at / 60 AS INTEGER) AS minute, count(*) AS n
 FROM deliveries WHERE id >= :floor GROUP BY source, minute ORDER BY minute
@@ -73,10 +80,18 @@ class SQLiteMetricsMixin:
                     r["source"]: max(0.0, float(r["seconds"]))
                     for r in conn.execute(_PAUSED.format(now=NOW))
                 }
+            parked: dict[str, int] = {}
+            if _has_table(conn, "parked_events"):
+                parked = {r["source"]: int(r["n"]) for r in conn.execute(_PARKED)}
+            unsent: dict[str, int] = {}
+            if _has_table(conn, "outbox"):
+                unsent = {r["source"]: int(r["n"]) for r in conn.execute(_UNSENT)}
             return StoreGaugeReadings(
                 queue_depth={r["source"]: int(r["depth"]) for r in queue},
                 lag_seconds={r["source"]: max(0.0, float(r["lag"] or 0)) for r in queue},
                 dead_letters={r["source"]: int(r["n"]) for r in dead},
+                parked=parked,
+                outbox_unsent=unsent,
                 paused_seconds=paused,
             )
 
