@@ -22,6 +22,7 @@ from hookinbox import ops
 from hookinbox.cli import config_option, main, opened_store, print_json, reports_errors, run
 from hookinbox.config import Config, load_config, parse_duration
 from hookinbox.errors import InvalidArgument, OperationRefused
+from hookinbox.logs import configure_logging
 from hookinbox.store.base import iso
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -51,6 +52,13 @@ def _duration(flag: str, value: str | None) -> float | None:
         raise InvalidArgument(f"{flag}: {exc}") from None
 
 
+def _config(path: str | None) -> Config:
+    """Load the config; keep log lines (to stderr) for errors only, so ``--json`` output
+    and the one-line refusals stay clean. The audit of every change is in the store."""
+    configure_logging("console", "error")
+    return load_config(path)
+
+
 def _out() -> Console:
     return Console(highlight=False, soft_wrap=True)
 
@@ -72,7 +80,7 @@ def dlq_list(
     config_path: str | None, source: str | None, since: str | None, limit: int, as_json: bool
 ) -> None:
     """Failed jobs, newest failure first."""
-    config = load_config(config_path)
+    config = _config(config_path)
     after = _since(since)
 
     async def go() -> ops.DeadLetterList:
@@ -135,7 +143,7 @@ def dlq_retry(
         raise OperationRefused("dlq retry --all needs --limit N: a bulk retry is always bounded")
     if job_id is not None and (limit is not None or source is not None):
         raise InvalidArgument("--limit and --source go with --all, not with JOB_ID")
-    config = load_config(config_path)
+    config = _config(config_path)
     actor = ops.default_actor()
 
     async def go() -> ops.RetryReport:
@@ -193,7 +201,7 @@ def replay(
     as_json: bool,
 ) -> None:
     """Run a delivery's jobs again through the workers (the effects ledger still applies)."""
-    config = load_config(config_path)
+    config = _config(config_path)
     wait = _duration("--wait", wait_seconds) or 0.0
     if force_effects and not dry_run and not yes:
         if not sys.stdin.isatty():
@@ -259,7 +267,7 @@ def purge(
     as_json: bool,
 ) -> None:
     """Delete payloads and old journal keys in bounded batches (never dead letters)."""
-    config = load_config(config_path)
+    config = _config(config_path)
     age = _duration("--older-than", older_than)
     console = Console(stderr=True)
     progress = Progress(
@@ -315,7 +323,7 @@ def reconcile(config_path: str | None, limit: int, as_json: bool) -> None:
     """Report what does not add up; exit 1 when anything is found (for cron)."""
     if limit < 0:
         raise InvalidArgument("--limit cannot be negative")
-    config = load_config(config_path)
+    config = _config(config_path)
 
     async def go() -> ops.ReconcileReport:
         async with opened_store(config) as store:
@@ -352,7 +360,7 @@ def sources() -> None:
 @reports_errors
 def sources_list(config_path: str | None, as_json: bool) -> None:
     """Configured sources with their pause state."""
-    config = load_config(config_path)
+    config = _config(config_path)
 
     async def go() -> ops.SourcesReport:
         async with opened_store(config) as store:
@@ -398,7 +406,7 @@ def _pause_or_resume(config: Config, name: str, *, pause: bool, reason: str | No
 @reports_errors
 def sources_pause(config_path: str | None, name: str, reason: str | None, as_json: bool) -> None:
     """Pause NAME: its endpoint answers 503 + Retry-After until resumed."""
-    state = _pause_or_resume(load_config(config_path), name, pause=True, reason=reason)
+    state = _pause_or_resume(_config(config_path), name, pause=True, reason=reason)
     if as_json:
         print_json(state.as_json())
     else:
@@ -412,7 +420,7 @@ def sources_pause(config_path: str | None, name: str, reason: str | None, as_jso
 @reports_errors
 def sources_resume(config_path: str | None, name: str, as_json: bool) -> None:
     """Resume NAME: its endpoint accepts deliveries again."""
-    state = _pause_or_resume(load_config(config_path), name, pause=False, reason=None)
+    state = _pause_or_resume(_config(config_path), name, pause=False, reason=None)
     if as_json:
         print_json(state.as_json())
     else:
@@ -428,7 +436,7 @@ def sources_resume(config_path: str | None, name: str, as_json: bool) -> None:
 @reports_errors
 def trace(config_path: str | None, event_id: str, source: str | None, as_json: bool) -> None:
     """One event through every layer: receipts, journal, jobs, attempts, effects."""
-    config = load_config(config_path)
+    config = _config(config_path)
 
     async def go() -> ops.TraceReport:
         async with opened_store(config) as store:
