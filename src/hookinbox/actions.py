@@ -129,10 +129,18 @@ def build_actions(
     config: Config, client: httpx.AsyncClient
 ) -> dict[tuple[str, str], Action]:
     """Every (source, action) of the config, resolved now so a typo fails at start-up."""
+    from hookinbox.resource_config import build_machines
+    from hookinbox.resources import ResourceAction
+
+    machines = build_machines(config.machines)
     actions: dict[tuple[str, str], Action] = {}
     for name, source in config.sources.items():
         for index, route in enumerate(source.routes):
             where = f"sources.{name}.routes.{index}"
+            if route.resource is not None:
+                machine = machines[route.resource.kind]
+                actions[(name, route.action)] = ResourceAction(name, route.resource, machine)
+                continue
             actions[(name, route.action)] = _build(route, where, client)
     return actions
 

@@ -29,6 +29,9 @@ from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics, StoreGauges
 from hookinbox.ops.purge import run_purge_loop
 from hookinbox.ops.sources import PausedSources
+from hookinbox.outbox import OutboxRelay
+from hookinbox.resource_config import build_machines
+from hookinbox.resources import Resources
 from hookinbox.store import Store, open_store_for
 from hookinbox.worker import WorkerPool
 
@@ -49,6 +52,10 @@ class Inbox:
         self.workers = (
             WorkerPool(config, self.store, metrics=self.metrics) if run_workers else None
         )
+        #: Tracked resources (``await inbox.resources.create(...)``) and the outbox relay.
+        self.resources = Resources(self.store, build_machines(config.machines))
+        self.outbox = OutboxRelay(config.outbox, self.store) if run_workers else None
+        self._relay_task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._worker_task: asyncio.Task[None] | None = None
         self._ops_tasks: list[asyncio.Task[None]] = []
@@ -76,6 +83,8 @@ class Inbox:
         self._stop.clear()
         if self.workers is not None:
             self._worker_task = asyncio.create_task(self.workers.run(self._stop))
+        if self.outbox is not None:
+            self._relay_task = asyncio.create_task(self.outbox.run(self._stop))
         with contextlib.suppress(HookinboxError):
             await self.paused.refresh()  # a pause holds from the first request on
         self._ops_tasks = [
@@ -90,6 +99,10 @@ class Inbox:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker_task
             self._worker_task = None
+        if self._relay_task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._relay_task
+            self._relay_task = None
         for task in self._ops_tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task

@@ -133,6 +133,7 @@ async def _preflight(config: Config) -> None:
 def worker(config_path: str | None, log_format: str, log_level: str) -> None:
     """Run workers only (start several, on any host, to scale out)."""
     from hookinbox.actions import build_actions
+    from hookinbox.outbox import OutboxRelay
     from hookinbox.worker import WorkerPool
 
     config = load_config(config_path)
@@ -145,7 +146,8 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
             loop.add_signal_handler(sig, stop.set)
         async with opened_store(config) as store:
             pool = WorkerPool(config, store)
-            await pool.run(stop)
+            # The outbox relay runs beside the workers (a no-op with no [outbox] sender).
+            await asyncio.gather(pool.run(stop), OutboxRelay(config.outbox, store).run(stop))
 
     # Resolve handlers before touching the store, so a typo fails fast.
     import httpx
@@ -314,6 +316,7 @@ def deliveries_show(config_path: str | None, ref: str, source: str | None, as_js
 
 
 import hookinbox.cli_ops  # noqa: E402, F401  (registers dlq, replay, purge, reconcile, sources, trace)
+import hookinbox.cli_resources  # noqa: E402, F401  (registers resources, outbox)
 
 if __name__ == "__main__":  # pragma: no cover
     # `python -m hookinbox.cli`: the commands other modules register live on the imported

@@ -28,6 +28,12 @@ from pydantic import (
 
 from hookinbox.errors import ConfigError
 from hookinbox.ops_config import Operations
+from hookinbox.resource_config import (
+    MachineConfig,
+    OutboxSettings,
+    ResourceBinding,
+    check_resource_routes,
+)
 from hookinbox.verify.fingerprint import refuse_unsafe
 from hookinbox.verify.options import (
     SCHEME_NAMES,
@@ -73,6 +79,8 @@ class Route(_Frozen):
     handler: str | None = None
     forward: str | None = None
     forward_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    #: Drive a tracked resource through its state machine (see resource_config).
+    resource: ResourceBinding | None = None
 
     @field_validator("events")
     @classmethod
@@ -97,8 +105,9 @@ class Route(_Frozen):
 
     @model_validator(mode="after")
     def _exactly_one_target(self) -> Route:
-        if (self.handler is None) == (self.forward is None):
-            raise ValueError("a route needs exactly one of 'handler' or 'forward'")
+        targets = (self.handler, self.forward, self.resource)
+        if sum(target is not None for target in targets) != 1:
+            raise ValueError("a route needs exactly one of 'handler', 'forward' or 'resource'")
         return self
 
     def matches(self, event_type: str) -> bool:
@@ -210,6 +219,9 @@ class Config(_Frozen):
     server: Server = Server()
     #: Dead-letter review, retention and purge, reconcile, pause (see ops_config).
     operations: Operations = Operations()
+    #: State machines of tracked resources (``video`` is built in).
+    machines: dict[str, MachineConfig] = Field(default_factory=dict)
+    outbox: OutboxSettings = OutboxSettings()
 
     @field_validator("database")
     @classmethod
@@ -225,6 +237,11 @@ class Config(_Frozen):
             if not re.match(r"^[A-Za-z0-9_\-]{1,64}$", name):
                 raise ValueError(f"source name {name!r} may hold only letters, digits, _ and -")
         return value
+
+    @model_validator(mode="after")
+    def _resource_routes(self) -> Config:
+        check_resource_routes(self.machines, self.sources)
+        return self
 
     def source(self, name: str) -> Source | None:
         return self.sources.get(name)

@@ -50,6 +50,17 @@ def business_id_of(result: Any) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class JobSettled:
+    """An action that settled its own job in its own transaction (a resource route:
+    the transition and the job's completion commit together) says so here."""
+
+    ours: bool
+    state: str  # completed | parked | failed
+    outcome: str
+    business_id: str | None = None
+
+
 @dataclass
 class JobContext:
     """What a handler gets besides the event: the job's identity and the ledger."""
@@ -63,6 +74,9 @@ class JobContext:
     business_id: str | None = None
     effects: list[str] = field(default_factory=list)
     invoke: Callable[[EffectFn, str], Awaitable[Any]] = _call
+    #: The job's lease, for an action that settles the job in its own transaction.
+    lease_token: str = ""
+    settled: JobSettled | None = None
 
     async def effect(self, key: str, do: EffectFn, find: EffectFn | None = None) -> Any:
         """Make the effect under ``key`` once; return its (recorded) result."""

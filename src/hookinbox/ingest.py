@@ -21,6 +21,7 @@ from hookinbox.errors import HookinboxError, SourcePaused, StoreUnavailable, Unk
 from hookinbox.ids import job_id, new_delivery_id
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
+from hookinbox.resources import ResourceRoutes, log_outcome
 from hookinbox.store.base import NewDelivery, NewJob, Reservation, Store
 from hookinbox.verify.base import Verifier
 from hookinbox.verify.registry import build_verifier
@@ -168,11 +169,25 @@ class Receiver:
         self._verifiers: dict[str, Verifier] = {
             name: build_verifier(name, source) for name, source in config.sources.items()
         }
+        self._store = store
+        self._resources = ResourceRoutes(config)
         self.batcher = ReservationBatcher(
             store,
             max_batch=config.server.batch_max,
             wait_seconds=config.server.batch_wait_ms / 1000,
         )
+
+    async def _reserve(self, item: NewDelivery, payload: Mapping[str, Any]) -> Reservation:
+        """Routes marked ``inline`` apply their resource event in the reservation's own
+        commit, so the 2xx means the transition is durable; all else goes through the
+        batcher."""
+        applies = self._resources.inline_applies(item, payload)
+        if not applies:
+            return await self.batcher.reserve(item)
+        reservation, outcomes = await self._store.reserve_inline(item, applies)
+        for outcome in outcomes:
+            log_outcome(outcome, delivery_id=item.id, source=item.source, inline=True)
+        return reservation
 
     def max_body_bytes(self, source_name: str) -> int:
         source = self._config.source(source_name)
@@ -193,7 +208,7 @@ class Receiver:
         delivery_id = new_delivery_id()
         body_sha256 = hashlib.sha256(body).hexdigest()
         routes = source.routes_for(event.event_type)
-        reservation = await self.batcher.reserve(
+        reservation = await self._reserve(
             NewDelivery(
                 id=delivery_id,
                 source=source_name,
@@ -204,7 +219,8 @@ class Receiver:
                 headers=kept_headers(headers),
                 jobs=tuple(NewJob(job_id(delivery_id, r.action), r.action) for r in routes),
                 max_attempts=self._config.worker.max_attempts,
-            )
+            ),
+            event.payload,
         )
         if reservation.conflict:
             log.warning(

@@ -22,7 +22,7 @@ import httpx
 
 from hookinbox.actions import Action, Event, build_actions
 from hookinbox.config import Config, Worker
-from hookinbox.effects import JobContext
+from hookinbox.effects import JobContext, JobSettled
 from hookinbox.errors import HookinboxError, MalformedJson
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
@@ -146,6 +146,9 @@ class WorkerPool:
         except Exception as exc:
             await self._settle_failure(job, error_code_of(exc), fields, final=False)
         else:
+            if isinstance(business_id, JobSettled):
+                self._log_settled(job, business_id, fields, started)
+                return
             ours = await self._complete(job, business_id)
             log.info(
                 "job_completed" if ours else "job_lease_lost",
@@ -158,7 +161,21 @@ class WorkerPool:
         finally:
             heartbeat.cancel()
 
-    async def _execute(self, job: ClaimedJob) -> str | None:
+    def _log_settled(
+        self, job: ClaimedJob, settled: JobSettled, fields: dict[str, object], started: float
+    ) -> None:
+        """The action settled its job in its own transaction (a resource route)."""
+        log.info(
+            f"job_{settled.state}" if settled.ours else "job_lease_lost",
+            **fields,
+            outcome=settled.outcome,
+            business_id=settled.business_id,
+            duration_ms=round((time.monotonic() - started) * 1000, 1),
+        )
+        if settled.ours and settled.state in ("completed", "failed"):
+            self.metrics.job_settled(job.source, job.action, settled.state)
+
+    async def _execute(self, job: ClaimedJob) -> str | JobSettled | None:
         action = self._actions.get((job.source, job.action))
         if action is None:
             raise _Unrunnable("unknown_action")
@@ -184,10 +201,12 @@ class WorkerPool:
             delivery_id=job.delivery_id,
             attempt=job.attempts,
             trigger=job.trigger,
+            lease_token=job.lease_token,
         )
         ran = time.monotonic()
         try:
-            return await action.run(event, ctx)
+            result = await action.run(event, ctx)
+            return ctx.settled if ctx.settled is not None else result
         finally:
             self.metrics.job_ran(job.source, job.action, time.monotonic() - ran)
 

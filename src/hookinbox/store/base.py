@@ -17,12 +17,24 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from hookinbox.machine import StateMachine
     from hookinbox.store.metrics_records import (
         DeadLetter,
         DeliverySearch,
         StoreGaugeReadings,
     )
     from hookinbox.store.ops_records import Anomalies, JobDetail, OperatorAction, SourceState
+    from hookinbox.store.resource_types import (
+        ClaimedOutbox,
+        Finding,
+        OutboxState,
+        OutboxView,
+        ParkPolicy,
+        ResourceEvent,
+        ResourceOutcome,
+        ResourceView,
+        TransitionView,
+    )
 
 JobState = Literal["accepted", "processing", "completed", "failed"]
 JOB_STATES: tuple[JobState, ...] = ("accepted", "processing", "completed", "failed")
@@ -441,3 +453,132 @@ class Store(abc.ABC):
         ``unrecorded_effects``."""
 
     # -- end operators ---
+
+    # -- resources --- (issue 4: tracked resources, transitions, parked events, outbox) --
+    @abc.abstractmethod
+    async def create_resource(
+        self,
+        resource_id: str,
+        kind: str,
+        *,
+        tenant: str,
+        owner: str,
+        state: str,
+        provider_ref: str | None = None,
+    ) -> ResourceView:
+        """Insert a resource in its initial state (logged as ``created``); a provider
+        reference already held by another resource of the kind is OperationRefused.
+        Parked events waiting for that reference become due now."""
+
+    @abc.abstractmethod
+    async def attach_provider_ref(self, resource_id: str, provider_ref: str) -> ResourceView:
+        """Set the provider reference once (the same one again is a no-op); a different
+        one, or one another resource holds, is OperationRefused; unknown id is NotFound.
+        Parked events waiting for it become due now, in the same commit."""
+
+    @abc.abstractmethod
+    async def get_resource(self, resource_id: str) -> ResourceView | None: ...
+
+    @abc.abstractmethod
+    async def find_resource(self, kind: str, provider_ref: str) -> ResourceView | None: ...
+
+    @abc.abstractmethod
+    async def list_resources(
+        self,
+        *,
+        kind: str | None = None,
+        tenant: str | None = None,
+        state: str | None = None,
+        limit: int = 50,
+        before: str | None = None,
+    ) -> list[ResourceView]:
+        """Newest first, keyset-paginated by resource id."""
+
+    @abc.abstractmethod
+    async def list_transitions(self, resource_id: str) -> list[TransitionView]:
+        """The resource's transition log, oldest first."""
+
+    @abc.abstractmethod
+    async def apply_resource_event(
+        self,
+        job_id: str,
+        lease_token: str,
+        source: str,
+        event: ResourceEvent,
+        machine: StateMachine,
+        park: ParkPolicy,
+    ) -> ResourceOutcome:
+        """In ONE transaction, with the job's lease checked: find the resource by
+        reference (locked), check tenant and owner, judge the transition, write it (or
+        its rejection) to the log, insert the outbox rows it produces and complete the
+        job; or park the job (unknown reference) or dead-letter it at the park deadline
+        (``unknown_resource``). ``lease_lost`` writes nothing."""
+
+    @abc.abstractmethod
+    async def reserve_inline(
+        self,
+        item: NewDelivery,
+        applies: Sequence[tuple[ResourceEvent, StateMachine, ParkPolicy]],
+    ) -> tuple[Reservation, list[ResourceOutcome]]:
+        """``reserve_deliveries`` for one delivery, plus each of ``applies`` (one per
+        inline resource job of the delivery) in the SAME commit: so a 2xx means the
+        transition is durable. A duplicate applies nothing."""
+
+    @abc.abstractmethod
+    async def claim_outbox(
+        self, worker_id: str, limit: int, lease_seconds: float, max_attempts: int
+    ) -> list[ClaimedOutbox]:
+        """Lease due outbox rows (pending and due, or sending with an expired lease and
+        attempts left); each claim counts an attempt. Rows whose lease expired on their
+        last attempt are dead-lettered (``lease_expired``)."""
+
+    @abc.abstractmethod
+    async def finish_outbox(
+        self,
+        key: str,
+        lease_token: str,
+        state: OutboxState,
+        *,
+        error_code: str | None = None,
+        delay_seconds: float = 0.0,
+    ) -> bool:
+        """``sent``, back to ``pending`` after ``delay_seconds``, or ``failed``; only with
+        the lease token. False when the lease was lost."""
+
+    @abc.abstractmethod
+    async def requeue_outbox(self, key: str, *, only_failed: bool) -> OutboxView:
+        """Send an existing row again, due now, attempts reset (the resource is not
+        touched). ``only_failed``: refuse a row that is not a dead letter. NotFound."""
+
+    @abc.abstractmethod
+    async def get_outbox(self, key: str) -> OutboxView | None: ...
+
+    @abc.abstractmethod
+    async def list_outbox(
+        self,
+        *,
+        state: OutboxState | None = None,
+        kind: str | None = None,
+        limit: int = 50,
+    ) -> list[OutboxView]:
+        """Newest first."""
+
+    @abc.abstractmethod
+    async def resource_findings(
+        self,
+        machines: Sequence[StateMachine],
+        *,
+        outbox_unsent_seconds: float,
+        limit: int = 100,
+    ) -> list[Finding]:
+        """Reconciliation: ``terminal_without_delivery`` (a terminal resource no
+        delivery's applied transition moved), ``transition_without_outbox``,
+        ``outbox_unsent`` (pending or sending longer than the threshold) and
+        ``parked_past_deadline``."""
+
+    @abc.abstractmethod
+    async def transition_counts(self) -> dict[str, int]:
+        """Transition log lines per outcome (``applied``) or rejection reason
+        (``rejected:from_terminal``, ``rejected:tenant_mismatch``...): for metrics."""
+
+    # -- end resources ---

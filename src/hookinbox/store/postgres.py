@@ -33,6 +33,7 @@ from hookinbox.store.base import (
 from hookinbox.store.migrations import load_migrations
 from hookinbox.store.postgres_metrics import PostgresMetricsMixin
 from hookinbox.store.postgres_ops import PostgresOperatorsMixin
+from hookinbox.store.postgres_resources import PostgresResourcesMixin
 
 NOTIFY_CHANNEL = "hookinbox_jobs"
 _CONNECT_TIMEOUT = 5.0
@@ -211,7 +212,7 @@ async def _no_reset(connection: asyncpg.Connection) -> None:
     reset is a round trip per request on the hot path."""
 
 
-class PostgresStore(PostgresOperatorsMixin, PostgresMetricsMixin, Store):
+class PostgresStore(PostgresOperatorsMixin, PostgresMetricsMixin, PostgresResourcesMixin, Store):
     def __init__(self, url: str, *, pool_size: int = 10) -> None:
         self.url = url
         self._pool_size = pool_size

@@ -39,6 +39,7 @@ from hookinbox.store.base import (
 from hookinbox.store.migrations import load_migrations
 from hookinbox.store.sqlite_metrics import SQLiteMetricsMixin
 from hookinbox.store.sqlite_ops import SQLiteOperatorsMixin
+from hookinbox.store.sqlite_resources import SQLiteResourcesMixin
 
 T = TypeVar("T")
 
@@ -187,7 +188,7 @@ def parse_sqlite_url(url: str) -> tuple[str, int]:
     return path, busy_timeout
 
 
-class SQLiteStore(SQLiteOperatorsMixin, SQLiteMetricsMixin, Store):
+class SQLiteStore(SQLiteOperatorsMixin, SQLiteMetricsMixin, SQLiteResourcesMixin, Store):
     def __init__(self, url: str) -> None:
         self.url = url
         self._db = _DatabaseThread(*parse_sqlite_url(url))

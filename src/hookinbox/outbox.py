@@ -1,0 +1,224 @@
+"""The outbox relay: sends each outbox row, under its stable key, until it is sent.
+
+Rows are written in the same transaction as the transition that produces them, so a
+notification exists exactly when the transition does. The relay leases due rows (like
+workers lease jobs), sends each one, and marks it ``sent``; a failure goes back to
+``pending`` with exponential backoff and jitter, and after ``max_attempts`` the row is a
+dead letter (``failed``) that ``hookinbox outbox retry KEY`` sends again.
+
+A relay killed between sending and marking leaves a lease that expires; the row is sent
+again with the SAME key as ``Idempotency-Key``, so the receiving service (or a Python
+callable, which gets the key) drops the repeat: a repeated delivery from the provider
+never produces a second message, and a crash produces at most a repeat by key.
+Log lines name the key, kind and a short error code; never the body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import random
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from hookinbox.actions import ActionError, load_callable
+from hookinbox.errors import HookinboxError
+from hookinbox.logs import get_logger
+from hookinbox.resource_config import OutboxSettings
+from hookinbox.store.base import Store
+from hookinbox.store.resource_types import ClaimedOutbox
+from hookinbox.worker import error_code_of
+
+log = get_logger("hookinbox.outbox")
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxMessage:
+    """What a sender gets: the stable key (pass it on as an idempotency key), the kind
+    (``video-ready``), the resource and the small JSON body."""
+
+    key: str
+    kind: str
+    resource_id: str | None
+    body: dict[str, Any]
+    attempt: int
+
+
+class Sender(Protocol):
+    async def send(self, message: OutboxMessage) -> None:
+        """Deliver the message or raise; the relay retries with backoff."""
+        ...
+
+
+class ForwardSender:
+    """POST the body as JSON with ``Idempotency-Key`` = the row's key; any 2xx is sent."""
+
+    def __init__(self, url: str, timeout: float, client: httpx.AsyncClient) -> None:
+        self._url = url
+        self._timeout = timeout
+        self._client = client
+
+    async def send(self, message: OutboxMessage) -> None:
+        headers = {
+            "idempotency-key": message.key,
+            "x-hookinbox-outbox-kind": message.kind,
+            "x-hookinbox-attempt": str(message.attempt),
+        }
+        try:
+            response = await self._client.post(
+                self._url, json=message.body, headers=headers, timeout=self._timeout
+            )
+        except httpx.TimeoutException:
+            raise ActionError("timeout") from None
+        except httpx.ConnectError:
+            raise ActionError("connect_error") from None
+        except httpx.HTTPError as exc:
+            raise ActionError("http_error", type(exc).__name__) from None
+        if not 200 <= response.status_code < 300:
+            raise ActionError(f"http_{response.status_code}")
+
+
+class CallableSender:
+    """A Python function ``fn(message)``, sync (run in a thread) or async."""
+
+    def __init__(self, fn: Callable[[OutboxMessage], Any]) -> None:
+        self._fn = fn
+
+    async def send(self, message: OutboxMessage) -> None:
+        if inspect.iscoroutinefunction(self._fn):
+            await self._fn(message)
+            return
+        result = await asyncio.to_thread(self._fn, message)
+        if inspect.isawaitable(result):
+            await result
+
+
+def build_sender(settings: OutboxSettings, client: httpx.AsyncClient) -> Sender | None:
+    if settings.forward is not None:
+        return ForwardSender(settings.forward, settings.timeout_seconds, client)
+    if settings.handler is not None:
+        return CallableSender(load_callable(settings.handler, "outbox.handler"))
+    return None
+
+
+def outbox_backoff(attempt: int, settings: OutboxSettings) -> float:
+    """Exponential in the attempt, capped, jittered over the upper half."""
+    ceiling = min(settings.backoff_max_seconds, settings.backoff_base_seconds * 2 ** (attempt - 1))
+    return float(ceiling) * (0.5 + 0.5 * random.random())
+
+
+class OutboxRelay:
+    def __init__(
+        self,
+        settings: OutboxSettings,
+        store: Store,
+        *,
+        sender: Sender | None = None,
+        name: str | None = None,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._client = httpx.AsyncClient()
+        self._sender = sender or build_sender(settings, self._client)
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}:outbox"
+        self._wakeup = asyncio.Event()
+
+    @property
+    def enabled(self) -> bool:
+        return self._sender is not None
+
+    def wake(self) -> None:
+        """New rows may be due (a transition in this process just committed)."""
+        self._wakeup.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Relay until ``stop`` is set; an outbox with no sender configured does nothing."""
+        if self._sender is None:
+            await self._client.aclose()
+            return
+        log.info("outbox_relay_started", relay=self.name)
+        try:
+            while not stop.is_set():
+                try:
+                    sent = await self.relay_once()
+                except HookinboxError as exc:
+                    log.error("outbox_store_error", relay=self.name, error=exc.code)
+                    sent = 0
+                if sent:
+                    continue
+                await self._idle(stop)
+        finally:
+            await self._client.aclose()
+            log.info("outbox_relay_stopped", relay=self.name)
+
+    async def relay_once(self) -> int:
+        """Claim a batch of due rows and send them concurrently; how many were claimed."""
+        settings = self._settings
+        rows = await self._store.claim_outbox(
+            self.name, settings.concurrency, settings.lease_seconds, settings.max_attempts
+        )
+        if rows:
+            await asyncio.gather(*(self._send(row) for row in rows))
+        return len(rows)
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        self._wakeup.clear()
+        waiters: list[asyncio.Future[Any]] = [
+            asyncio.ensure_future(_wait(stop.wait())),
+            asyncio.ensure_future(_wait(self._wakeup.wait())),
+        ]
+        try:
+            await asyncio.wait(
+                waiters,
+                timeout=self._settings.poll_interval_seconds,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
+    async def _send(self, row: ClaimedOutbox) -> None:
+        assert self._sender is not None
+        fields = {"key": row.key, "kind": row.kind, "attempt": row.attempts}
+        message = OutboxMessage(row.key, row.kind, row.resource_id, row.body, row.attempts)
+        try:
+            await self._sender.send(message)
+        except Exception as exc:
+            code = error_code_of(exc)
+            await self._settle_failure(row, code, fields)
+            return
+        try:
+            ours = await self._store.finish_outbox(row.key, row.lease_token, "sent")
+        except HookinboxError as exc:
+            # The lease expires and the row is sent again, under the same key.
+            log.error("outbox_mark_failed", **fields, store_error=exc.code)
+            return
+        log.info("outbox_sent" if ours else "outbox_lease_lost", **fields)
+
+    async def _settle_failure(self, row: ClaimedOutbox, code: str, fields: dict[str, Any]) -> None:
+        try:
+            if row.attempts >= self._settings.max_attempts:
+                await self._store.finish_outbox(row.key, row.lease_token, "failed", error_code=code)
+                log.error("outbox_failed", **fields, error=code)
+            else:
+                delay = outbox_backoff(row.attempts, self._settings)
+                await self._store.finish_outbox(
+                    row.key, row.lease_token, "pending", error_code=code, delay_seconds=delay
+                )
+                log.warning("outbox_retry", **fields, error=code, retry_in_s=round(delay, 3))
+        except HookinboxError as exc:
+            log.error("outbox_settle_failed", **fields, error=code, store_error=exc.code)
+
+
+async def _wait(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+async def run_relay(settings: OutboxSettings, store: Store, stop: asyncio.Event) -> None:
+    """For ``hookinbox worker``: relay alongside the workers when a sender is configured."""
+    await OutboxRelay(settings, store).run(stop)

@@ -1,0 +1,62 @@
+"""Reconciliation checks for tracked resources, for ``hookinbox reconcile``.
+
+Each check is one question: a terminal resource that no delivery's applied transition
+moved there (someone changed it by hand, or an event is missing); an applied transition
+into a notifying state with no outbox row; an outbox row unsent past
+``outbox.unsent_after_seconds``; a parked event past its deadline (no worker is running).
+:func:`register` adds them to the operators' list in :mod:`hookinbox.ops.reconcile`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hookinbox.config import Config
+from hookinbox.resource_config import build_machines
+from hookinbox.store.base import Store
+
+#: How many findings a check counts at most (the samples shown are fewer).
+_SCAN = 10_000
+
+TITLES = {
+    "terminal_without_delivery": "resources in a terminal state no delivery moved them to",
+    "transition_without_outbox": "applied transitions without their outbox row",
+    "outbox_unsent": "outbox rows unsent past outbox.unsent_after_seconds",
+    "parked_past_deadline": "parked events past their deadline",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceCheck:
+    name: str
+    title: str
+
+    async def run(self, store: Store, config: Config, limit: int) -> Any:
+        from hookinbox.ops.reconcile import Finding
+
+        found = [
+            f
+            for f in await store.resource_findings(
+                list(build_machines(config.machines).values()),
+                outbox_unsent_seconds=config.outbox.unsent_after_seconds,
+                limit=_SCAN,
+            )
+            if f.check == self.name
+        ]
+        items = [{"ref": f.ref, "detail": f.detail} for f in found[:limit]]
+        return Finding(self.name, self.title, len(found), items)
+
+
+CHECKS = [ResourceCheck(name, title) for name, title in TITLES.items()]
+
+
+def register() -> bool:
+    """Add the resource checks to ``hookinbox reconcile``; False when that is not there."""
+    try:
+        from hookinbox.ops.reconcile import register_check
+    except ImportError:
+        return False
+    for check in CHECKS:
+        register_check(check)
+    return True

@@ -1,0 +1,295 @@
+"""Tracked resources: the library API and the action that applies provider events to them.
+
+The application creates a resource when it starts an operation (a video render) and
+attaches the provider's reference when the provider answers::
+
+    task = await inbox.resources.create("video", tenant="acme", owner="user-7")
+    await inbox.resources.attach_ref(task.id, provider_task_id)
+
+A route with a ``resource`` table then moves it by the provider's callbacks through its
+state machine (:mod:`hookinbox.machine`): the event's reference finds the resource, the
+event's tenant and owner must match it, the machine judges the transition, and the
+transition, its outbox rows and the job's completion are one transaction (the store's
+``apply_resource_event``). An event for a reference not attached yet is parked and
+re-checked, never attached to anything else; at its deadline it is a dead letter
+``unknown_resource``. Log lines carry ids and codes; on a tenant or owner mismatch not
+even the other tenant's resource id.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hookinbox.actions import Event
+from hookinbox.config import Config
+from hookinbox.effects import JobContext, JobSettled
+from hookinbox.errors import ConfigError, NotFound
+from hookinbox.ids import new_delivery_id
+from hookinbox.logs import get_logger
+from hookinbox.machine import StateMachine
+from hookinbox.resource_config import ResourceBinding, build_machines, targets_of
+from hookinbox.store.base import NewDelivery, Store
+from hookinbox.store.resource_types import (
+    Finding,
+    ParkPolicy,
+    ResourceEvent,
+    ResourceOutcome,
+    ResourceView,
+    TransitionView,
+)
+from hookinbox.verify.base import string_at
+
+log = get_logger("hookinbox.resources")
+
+#: Outcomes of applied events in this process, by code (``applied``,
+#: ``rejected_transition``, ``tenant_mismatch``...); the store's transition log is the
+#: durable count (``Store.transition_counts``).
+OUTCOME_COUNTS: collections.Counter[str] = collections.Counter()
+
+_EVENT_TIME_MAX = 64
+
+
+def new_resource_id() -> str:
+    """``res_`` + a ULID: time-ordered, so the newest-first list is a keyset walk."""
+    return "res_" + new_delivery_id().removeprefix("dlv_")
+
+
+class Resources:
+    """``inbox.resources``: create, attach, read. Reads can be scoped to a tenant and
+    owner, so a result is handed only to whoever owns the operation."""
+
+    def __init__(self, store: Store, machines: Mapping[str, StateMachine]) -> None:
+        self._store = store
+        self.machines = dict(machines)
+
+    def machine(self, kind: str) -> StateMachine:
+        try:
+            return self.machines[kind]
+        except KeyError:
+            raise ConfigError(f"no state machine named {kind!r}") from None
+
+    async def create(
+        self, kind: str, *, tenant: str, owner: str, provider_ref: str | None = None
+    ) -> ResourceView:
+        """A new resource in its machine's initial state."""
+        machine = self.machine(kind)
+        for name, value in (("tenant", tenant), ("owner", owner)):
+            if not value:
+                raise ConfigError(f"a resource needs a non-empty {name}")
+        view = await self._store.create_resource(
+            new_resource_id(),
+            kind,
+            tenant=tenant,
+            owner=owner,
+            state=machine.initial,
+            provider_ref=provider_ref or None,
+        )
+        log.info("resource_created", resource_id=view.id, kind=kind, state=view.state)
+        return view
+
+    async def attach_ref(self, resource_id: str, provider_ref: str) -> ResourceView:
+        """Attach the provider's reference; parked events for it are applied next."""
+        if not provider_ref:
+            raise ConfigError("a provider reference cannot be empty")
+        view = await self._store.attach_provider_ref(resource_id, provider_ref)
+        log.info("resource_ref_attached", resource_id=resource_id, kind=view.kind)
+        return view
+
+    async def get(
+        self, resource_id: str, *, tenant: str | None = None, owner: str | None = None
+    ) -> ResourceView | None:
+        """The resource, or None (also when it belongs to another tenant or owner)."""
+        view = await self._store.get_resource(resource_id)
+        if view is None:
+            return None
+        if (tenant is not None and view.tenant != tenant) or (
+            owner is not None and view.owner != owner
+        ):
+            return None
+        return view
+
+    async def require(self, resource_id: str) -> ResourceView:
+        view = await self._store.get_resource(resource_id)
+        if view is None:
+            raise NotFound(f"no resource {resource_id!r}")
+        return view
+
+    async def find(self, kind: str, provider_ref: str) -> ResourceView | None:
+        return await self._store.find_resource(kind, provider_ref)
+
+    async def list(
+        self,
+        *,
+        kind: str | None = None,
+        tenant: str | None = None,
+        state: str | None = None,
+        limit: int = 50,
+        before: str | None = None,
+    ) -> builtins.list[ResourceView]:
+        return await self._store.list_resources(
+            kind=kind, tenant=tenant, state=state, limit=limit, before=before
+        )
+
+    async def transitions(self, resource_id: str) -> builtins.list[TransitionView]:
+        return await self._store.list_transitions(resource_id)
+
+    async def findings(self, *, outbox_unsent_seconds: float = 300.0) -> builtins.list[Finding]:
+        """What does not add up (see :func:`reconcile_resources`)."""
+        return await reconcile_resources(
+            self._store, self.machines.values(), outbox_unsent_seconds=outbox_unsent_seconds
+        )
+
+
+async def reconcile_resources(
+    store: Store,
+    machines: Sequence[StateMachine] | Any,
+    *,
+    outbox_unsent_seconds: float = 300.0,
+    limit: int = 100,
+) -> list[Finding]:
+    """The resource checks of reconciliation: ``terminal_without_delivery``,
+    ``transition_without_outbox``, ``outbox_unsent`` (older than the threshold) and
+    ``parked_past_deadline``."""
+    return await store.resource_findings(
+        list(machines), outbox_unsent_seconds=outbox_unsent_seconds, limit=limit
+    )
+
+
+def park_policy(binding: ResourceBinding) -> ParkPolicy:
+    return ParkPolicy(
+        park_seconds=binding.park_seconds,
+        recheck_seconds=binding.park_recheck_seconds,
+        recheck_max_seconds=binding.park_recheck_max_seconds,
+    )
+
+
+def resource_event(
+    binding: ResourceBinding,
+    machine: StateMachine,
+    *,
+    event_type: str,
+    payload: Mapping[str, Any],
+    delivery_id: str,
+    job_id: str,
+) -> ResourceEvent | str:
+    """What the event asks of its resource, or the dead-letter code saying why it can't."""
+    target = targets_of(binding, machine).get(event_type)
+    if target is None:
+        return "unmapped_event"
+    ref = string_at(payload, binding.ref)
+    if ref is None:
+        return "missing_resource_ref"
+    event_time = string_at(payload, binding.event_time)
+    return ResourceEvent(
+        kind=binding.kind,
+        provider_ref=ref,
+        target=target,
+        # A checked field the event lacks is "": it never matches a resource's value.
+        tenant=(string_at(payload, binding.tenant) or "") if binding.tenant else None,
+        owner=(string_at(payload, binding.owner) or "") if binding.owner else None,
+        event_type=event_type,
+        event_time=event_time[:_EVENT_TIME_MAX] if event_time else None,
+        delivery_id=delivery_id,
+        job_id=job_id,
+    )
+
+
+def log_outcome(outcome: ResourceOutcome, **fields: Any) -> None:
+    """One line per applied event; a mismatch names no resource (it is not the caller's)."""
+    OUTCOME_COUNTS[outcome.outcome] += 1
+    detail: dict[str, Any] = {"outcome": outcome.outcome}
+    if outcome.outcome in ("applied", "rejected_transition", "already_applied"):
+        detail.update(
+            resource_id=outcome.resource_id,
+            from_state=outcome.from_state,
+            to_state=outcome.to_state,
+            reason=outcome.reason,
+            outbox=list(outcome.outbox_keys),
+        )
+    level = log.warning if outcome.outcome.endswith("_mismatch") else log.info
+    level("resource_event", **fields, **detail)
+
+
+class ResourceAction:
+    """The action of a ``resource`` route. It settles its job itself, in the transaction
+    that applies the event, and tells the worker so through ``ctx.settled``."""
+
+    def __init__(self, source: str, binding: ResourceBinding, machine: StateMachine) -> None:
+        self.source = source
+        self.binding = binding
+        self.machine = machine
+        self.park = park_policy(binding)
+
+    async def run(self, event: Event, ctx: JobContext) -> str | None:
+        asked = resource_event(
+            self.binding,
+            self.machine,
+            event_type=event.type,
+            payload=event.payload,
+            delivery_id=event.delivery_id,
+            job_id=ctx.job_id,
+        )
+        fields = {"job_id": ctx.job_id, "delivery_id": event.delivery_id, "kind": self.machine.name}
+        if isinstance(asked, str):
+            ours = await ctx.store.fail_job(ctx.job_id, ctx.lease_token, asked)
+            log.warning("resource_event", **fields, outcome=asked)
+            ctx.settled = JobSettled(ours=ours, state="failed", outcome=asked)
+            return None
+        outcome = await ctx.store.apply_resource_event(
+            ctx.job_id, ctx.lease_token, self.source, asked, self.machine, self.park
+        )
+        log_outcome(outcome, **fields)
+        state = {"parked": "parked", "unknown_resource": "failed"}.get(outcome.outcome, "completed")
+        ctx.settled = JobSettled(
+            ours=outcome.outcome != "lease_lost",
+            state=state,
+            outcome=outcome.outcome,
+            business_id=outcome.resource_id,
+        )
+        return outcome.resource_id
+
+
+class ResourceRoutes:
+    """The config's resource routes, resolved once: what the receiver needs to apply
+    ``inline = true`` routes inside its own commit."""
+
+    def __init__(self, config: Config) -> None:
+        self.machines = build_machines(config.machines)
+        self._inline: dict[tuple[str, str], ResourceBinding] = {}
+        for name, source in config.sources.items():
+            for route in source.routes:
+                if route.resource is not None and route.resource.inline:
+                    self._inline[(name, route.action)] = route.resource
+
+    def inline_applies(
+        self, item: NewDelivery, payload: Mapping[str, Any]
+    ) -> list[tuple[ResourceEvent, StateMachine, ParkPolicy]]:
+        """One entry per inline job of the delivery whose event can be applied now; a job
+        whose event cannot (unmapped type, no reference) is left to a worker, which
+        dead-letters it with the reason."""
+        applies: list[tuple[ResourceEvent, StateMachine, ParkPolicy]] = []
+        if not self._inline:
+            return applies
+        for job in item.jobs:
+            binding = self._inline.get((item.source, job.action))
+            if binding is None:
+                continue
+            machine = self.machines[binding.kind]
+            asked = resource_event(
+                binding,
+                machine,
+                event_type=item.event_type,
+                payload=payload,
+                delivery_id=item.id,
+                job_id=job.id,
+            )
+            if not isinstance(asked, str):
+                applies.append((asked, machine, park_policy(binding)))
+        return applies
+
+    @property
+    def any_inline(self) -> bool:
+        return bool(self._inline)

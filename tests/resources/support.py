@@ -1,0 +1,115 @@
+"""Helpers for the tracked-resource scenarios: a video route, signed video callbacks, and
+a notification service that counts what it receives by Idempotency-Key."""
+
+from __future__ import annotations
+
+import collections
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.support.signing import delivery
+
+RESOURCE = {
+    "kind": "video",
+    "ref": "/data/task_id",
+    "tenant": "/data/tenant_id",
+    "owner": "/data/owner_id",
+    "event_time": "/data/at",
+}
+
+
+def video_route(**resource: Any) -> dict[str, Any]:
+    return {"events": ["video.*"], "action": "video", "resource": {**RESOURCE, **resource}}
+
+
+def outbox_settings(url: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "forward": url,
+        "poll_interval_seconds": 0.05,
+        "backoff_base_seconds": 0.1,
+        "backoff_max_seconds": 0.5,
+        "lease_seconds": 2,
+        **extra,
+    }
+
+
+def video_event(
+    event_id: str,
+    status: str,
+    task_id: str,
+    *,
+    tenant: str = "acme",
+    owner: str = "user-1",
+    **kw: Any,
+) -> tuple[bytes, dict[str, str]]:
+    """A signed provider callback ``video.{status}`` about the provider's ``task_id``."""
+    return delivery(
+        event_id,
+        f"video.{status}",
+        task_id=task_id,
+        tenant_id=tenant,
+        owner_id=owner,
+        at="2024-01-01T00:00:00Z",
+        **kw,
+    )
+
+
+class NotifyService:
+    """The owner-notification service the outbox forwards to, as its own HTTP server.
+
+    It records every request (``requests``) and handles each Idempotency-Key once
+    (``handled``), the way an idempotent receiver does. ``hang_first`` makes it take the
+    first request and never answer, so a relay can be killed mid-send.
+    """
+
+    def __init__(self, *, hang_first: bool = False) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.handled: collections.Counter[str] = collections.Counter()
+        self.status = 200
+        self._hang = threading.Event() if hang_first else None
+        self._lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", "0"))
+                body = json.loads(self.rfile.read(length))
+                key = self.headers.get("idempotency-key") or ""
+                with owner._lock:
+                    owner.requests.append({"key": key, "body": body})
+                    first = len(owner.requests) == 1
+                    if owner.status == 200 and key not in owner.handled:
+                        owner.handled[key] += 1
+                if first and owner._hang is not None:
+                    owner._hang.wait(30)  # the relay dies while waiting for this answer
+                    return
+                data = b'{"ok": true}'
+                self.send_response(owner.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/notify"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> NotifyService:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._hang is not None:
+            self._hang.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def keys(self) -> collections.Counter[str]:
+        """Requests per key (a repeat after a crash shows as 2 here, once in handled)."""
+        return collections.Counter(r["key"] for r in self.requests)
