@@ -15,7 +15,7 @@ export SLACK_SIGNING_SECRET VIDEO_WEBHOOK_SECRET
 # Parallel test workers: the slow scenarios mostly wait on leases and processes.
 TEST_WORKERS ?= 4
 
-.PHONY: venv run demo test lint fmt bench postgres clean
+.PHONY: venv run demo test lint fmt bench postgres chromium clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,11 @@ run: venv
 postgres:
 	@scripts/ensure-postgres.sh
 
-test: venv postgres
+# The admin page's browser tests drive Debian's Chromium; never a downloaded browser.
+chromium:
+	@scripts/ensure-chromium.sh
+
+test: venv postgres chromium
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=15
 
 lint: venv
