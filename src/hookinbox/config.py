@@ -208,8 +208,11 @@ class Server(_Frozen):
     port: int = Field(default=8080, ge=0, le=65535)
     #: Most reservations written in one commit.
     batch_max: int = Field(default=256, ge=1, le=10000)
-    #: How long the first reservation of a batch waits for others, in milliseconds.
-    batch_wait_ms: float = Field(default=1.0, ge=0, le=100)
+    #: How long the first reservation of a batch waits for others, in milliseconds; 0
+    #: means one turn of the event loop (what became ready together commits together).
+    batch_wait_ms: float = Field(default=0.0, ge=0, le=100)
+    #: Batches on their way to the store at once (overlap parsing with round trips).
+    batch_in_flight: int = Field(default=4, ge=1, le=64)
 
 
 class Config(_Frozen):

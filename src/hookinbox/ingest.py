@@ -61,29 +61,79 @@ class Receipt:
 
 
 class ReservationBatcher:
-    """Group concurrent reservations into one commit; repeats inside a batch are folded."""
+    """Group concurrent reservations into few commits; repeats inside a batch are folded.
 
-    def __init__(self, store: Store, *, max_batch: int = 256, wait_seconds: float = 0.001):
+    A flush takes everything waiting (up to ``max_batch``) after one turn of the event
+    loop, so the requests that became ready together commit together. Up to
+    ``max_in_flight`` flushes run at once: while one batch is on its way to the store,
+    the next one gathers, and request parsing overlaps with the database round trip.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        max_batch: int = 256,
+        wait_seconds: float = 0.0,
+        max_in_flight: int = 4,
+    ):
         self._store = store
         self._max_batch = max_batch
         self._wait = wait_seconds
+        self._max_in_flight = max_in_flight
         self._pending: list[tuple[NewDelivery, asyncio.Future[Reservation]]] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._in_flight = 0
+        self._scheduled = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._keys_in_flight: set[tuple[str, str]] = set()
 
     async def reserve(self, item: NewDelivery) -> Reservation:
         future: asyncio.Future[Reservation] = asyncio.get_running_loop().create_future()
         self._pending.append((item, future))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush_all())
+        self._schedule()
         return await future
 
-    async def _flush_all(self) -> None:
+    def _schedule(self) -> None:
+        if self._scheduled or self._in_flight >= self._max_in_flight or not self._pending:
+            return
+        self._scheduled = True
+        loop = asyncio.get_running_loop()
         if self._wait > 0:
-            await asyncio.sleep(self._wait)
-        while self._pending:
-            batch = self._pending[: self._max_batch]
-            del self._pending[: self._max_batch]
-            await self._flush(batch)
+            loop.call_later(self._wait, self._start_flush)
+        else:
+            loop.call_soon(self._start_flush)
+
+    def _start_flush(self) -> None:
+        self._scheduled = False
+        if not self._pending or self._in_flight >= self._max_in_flight:
+            return
+        # An event already on its way to the store waits for that batch: two batches
+        # touching the same journal row would only queue on its lock (or deadlock).
+        batch: list[tuple[NewDelivery, asyncio.Future[Reservation]]] = []
+        held: list[tuple[NewDelivery, asyncio.Future[Reservation]]] = []
+        keys: set[tuple[str, str]] = set()
+        for entry in self._pending:
+            key = (entry[0].source, entry[0].event_id)
+            if len(batch) >= self._max_batch or key in self._keys_in_flight:
+                held.append(entry)
+            else:
+                batch.append(entry)
+                keys.add(key)
+        self._pending = held
+        if not batch:
+            return
+        self._keys_in_flight |= keys
+        self._in_flight += 1
+        task = asyncio.get_running_loop().create_task(self._flush(batch))
+        self._tasks.add(task)
+        task.add_done_callback(lambda done: self._flush_done(done, keys))
+        self._schedule()
+
+    def _flush_done(self, task: asyncio.Task[None], keys: set[tuple[str, str]]) -> None:
+        self._tasks.discard(task)
+        self._keys_in_flight -= keys
+        self._in_flight -= 1
+        self._schedule()
 
     async def _flush(self, batch: list[tuple[NewDelivery, asyncio.Future[Reservation]]]) -> None:
         leaders: dict[tuple[str, str, str], NewDelivery] = {}
@@ -94,9 +144,10 @@ class ReservationBatcher:
                 followers[key] = followers.get(key, 0) + 1
             else:
                 leaders[key] = item
+        # Sorted by key: concurrent receivers then take journal row locks in one order.
         unique = [
             _with_seen(item, 1 + followers.get(key, 0)) if key in followers else item
-            for key, item in leaders.items()
+            for key, item in sorted(leaders.items())
         ]
         try:
             answers = await self._store.reserve_deliveries(unique)
@@ -175,6 +226,7 @@ class Receiver:
             store,
             max_batch=config.server.batch_max,
             wait_seconds=config.server.batch_wait_ms / 1000,
+            max_in_flight=config.server.batch_in_flight,
         )
 
     async def _reserve(self, item: NewDelivery, payload: Mapping[str, Any]) -> Reservation:

@@ -299,7 +299,13 @@ class PostgresStore(PostgresOperatorsMixin, PostgresMetricsMixin, PostgresResour
         for _ in range(5):
             if not pending:
                 break
-            rows = await self._reserve_once(pending)
+            try:
+                rows = await self._reserve_once(pending)
+            except StoreError as exc:
+                # Receivers in other processes may lock the same rows in another order.
+                if isinstance(exc.__cause__, asyncpg.DeadlockDetectedError):
+                    continue
+                raise
             for row in rows:
                 if row["outcome"] == "notify":
                     continue
