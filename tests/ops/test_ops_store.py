@@ -8,10 +8,16 @@ import asyncio
 import pytest
 
 from hookinbox import ops
-from hookinbox.errors import InvalidArgument, NotFound, OperationRefused, UnknownSource
+from hookinbox.errors import (
+    ConfigError,
+    InvalidArgument,
+    NotFound,
+    OperationRefused,
+    UnknownSource,
+)
 from hookinbox.store import Store, sqlite_ops
 from hookinbox.store import sqlite as sqlite_store
-from tests.conftest import make_config
+from tests.conftest import make_config, wait_for
 from tests.support.journal import add_delivery, settle_all
 
 ACTOR = "test:ops"
@@ -195,3 +201,88 @@ async def test_reconcile_finds_each_kind(store: Store, db_url: str) -> None:
     unrouted = next(f for f in report.findings if f.check == "deliveries_without_jobs")
     assert unrouted.items[0]["detail"] == "crm.lead.created"
     assert not report.clean and report.as_json()["total"] == 3
+
+
+async def test_background_purge_of_serve_drops_completed_payloads(
+    store: Store, db_url: str
+) -> None:
+    config = make_config(db_url, operations={"purge_interval": 0.1, "payload_retention": 0})
+    await add_delivery(store, "evt_done")
+    await settle_all(store, "completed")
+    await add_delivery(store, "evt_waiting")
+    stop = asyncio.Event()
+    loop = asyncio.create_task(ops.run_purge_loop(store, config, stop))
+    try:
+
+        async def purged() -> bool:
+            return (await store.count_rows())["payloads"] == 1
+
+        await wait_for(purged, 5, "the background purge")
+    finally:
+        stop.set()
+        await asyncio.wait_for(loop, 5)
+    waiting = await store.get_delivery("evt_waiting")
+    assert waiting is not None and waiting.payload_retained
+    off = make_config(db_url, operations={"purge_interval": "off"})
+    await asyncio.wait_for(ops.run_purge_loop(store, off, asyncio.Event()), 1)
+
+
+async def test_trace_across_sources_with_a_registered_layer(store: Store, db_url: str) -> None:
+    config = make_config(db_url)
+    await add_delivery(store, "evt_same", source="test")
+    await add_delivery(store, "evt_same", source="other")
+    await settle_all(store, "completed")
+
+    async def outbox_layer(_: Store, delivery: object) -> list[dict[str, object]]:
+        return [{"key": f"video-ready:{getattr(delivery, 'id', '?')}"}]
+
+    ops.register_trace_layer("outbox", outbox_layer)
+    try:
+        both = await ops.trace(store, config, "evt_same")
+        one = await ops.trace(store, config, "evt_same", source="other")
+    finally:
+        from hookinbox.ops.trace import LAYERS
+
+        LAYERS.pop("outbox")
+    assert [d.delivery.source for d in both.deliveries] == ["test", "other"]
+    (traced,) = one.deliveries
+    data = traced.as_json()
+    assert data["receipts"]["count"] == 1 and data["journal"]["source"] == "other"
+    (job,) = data["jobs"]
+    assert [(a["trigger"], a["outcome"]) for a in job["attempt_history"]] == [
+        ("delivery", "completed")
+    ]
+    assert data["outbox"] == [{"key": f"video-ready:{traced.delivery.id}"}]
+    by_id = await ops.trace(store, config, traced.delivery.id)
+    assert by_id.deliveries[0].delivery.id == traced.delivery.id
+    with pytest.raises(NotFound):
+        await ops.trace(store, config, "evt_same", source="nope")
+
+
+async def test_reconcile_runs_registered_checks(store: Store, db_url: str) -> None:
+    config = make_config(db_url)
+
+    class Parked:
+        name = "parked_past_deadline"
+        title = "parked events past their deadline"
+
+        async def run(self, store: Store, config: object, limit: int) -> ops.Finding:
+            return ops.Finding(self.name, self.title, 2, [{"id": "prk_1"}, {"id": "prk_2"}][:limit])
+
+    only = await ops.reconcile(store, config, checks=[Parked()], limit=1)
+    assert only.total == 2 and len(only.findings[0].items) == 1 and not only.clean
+    before = list(ops.CHECKS)
+    ops.register_check(Parked())
+    try:
+        assert (await ops.reconcile(store, config)).total == 2
+    finally:
+        ops.CHECKS[:] = before
+
+
+def test_config_refuses_keys_shorter_than_the_redelivery_window() -> None:
+    with pytest.raises(ConfigError, match=r"^operations: key_retention must be at least"):
+        make_config("sqlite:///x.db", operations={"key_retention": "1h"})
+    with pytest.raises(ConfigError, match=r"operations\.payload_retention"):
+        make_config("sqlite:///x.db", operations={"payload_retention": "soon"})
+    ops_config = make_config("sqlite:///x.db", operations={"purge_interval": "off"}).operations
+    assert ops_config.purge_interval == 0 and ops_config.key_retention == 30 * 86400
