@@ -172,7 +172,13 @@ def dlq_retry(
 # -- replay ---------------------------------------------------------------------------
 @main.command()
 @config_option
-@click.argument("delivery_id")
+@click.argument("delivery_id", required=False)
+@click.option(
+    "--outbox",
+    "outbox_key",
+    default=None,
+    help="Instead: send one notification again from its outbox row (the resource is untouched).",
+)
 @click.option("--action", default=None, help="Only the job of this action.")
 @click.option("--dry-run", is_flag=True, help="Show the state and what would run.")
 @click.option(
@@ -192,7 +198,8 @@ def dlq_retry(
 @reports_errors
 def replay(
     config_path: str | None,
-    delivery_id: str,
+    delivery_id: str | None,
+    outbox_key: str | None,
     action: str | None,
     dry_run: bool,
     force_effects: bool,
@@ -201,6 +208,14 @@ def replay(
     as_json: bool,
 ) -> None:
     """Run a delivery's jobs again through the workers (the effects ledger still applies)."""
+    if (delivery_id is None) == (outbox_key is None):
+        raise click.UsageError("give a DELIVERY_ID or --outbox KEY (one of them)")
+    if outbox_key is not None:
+        from hookinbox.cli_resources import resend_command
+
+        resend_command(config_path, outbox_key, as_json)
+        return
+    assert delivery_id is not None
     config = _config(config_path)
     wait = _duration("--wait", wait_seconds) or 0.0
     if force_effects and not dry_run and not yes:

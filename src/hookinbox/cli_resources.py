@@ -16,13 +16,21 @@ from rich.console import Console
 from rich.table import Table
 
 from hookinbox.cli import config_option, main, opened_store, print_json, reports_errors, run
-from hookinbox.config import load_config
+from hookinbox.config import Config, load_config
 from hookinbox.errors import NotFound
+from hookinbox.logs import configure_logging
 from hookinbox.resource_checks import register as register_reconcile_checks
 from hookinbox.resource_config import build_machines
 from hookinbox.resources import Resources
 from hookinbox.store.base import Store, iso
 from hookinbox.store.resource_types import OUTBOX_STATES, OutboxView, ResourceView
+
+
+def _config(path: str | None) -> Config:
+    """Load the config; log lines (to stderr) only for errors, so ``--json`` stays clean."""
+    configure_logging("console", "error")
+    return load_config(path)
+
 
 json_flag = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
@@ -63,7 +71,7 @@ def resources_create(
     as_json: bool,
 ) -> None:  # fmt: skip
     """Create a resource in its machine's initial state."""
-    config = load_config(config_path)
+    config = _config(config_path)
 
     async def go() -> ResourceView:
         async with opened_store(config) as store:
@@ -83,7 +91,7 @@ def resources_attach(
     config_path: str | None, resource_id: str, provider_ref: str, as_json: bool
 ) -> None:
     """Attach the provider's reference; events parked for it are applied next."""
-    config = load_config(config_path)
+    config = _config(config_path)
 
     async def go() -> ResourceView:
         async with opened_store(config) as store:
@@ -100,7 +108,7 @@ def resources_attach(
 @reports_errors
 def resources_show(config_path: str | None, resource_id: str, as_json: bool) -> None:
     """One resource with its transition log (applied and rejected, with reasons)."""
-    config = load_config(config_path)
+    config = _config(config_path)
 
     async def go() -> tuple[ResourceView, list[dict[str, Any]]]:
         async with opened_store(config) as store:
@@ -128,7 +136,7 @@ def resources_list(
     limit: int, before: str | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Newest resources first."""
-    config = load_config(config_path)
+    config = _config(config_path)
 
     async def go() -> list[ResourceView]:
         async with opened_store(config) as store:
@@ -178,7 +186,7 @@ def outbox_list(
     config_path: str | None, state: Any, kind: str | None, limit: int, as_json: bool
 ) -> None:
     """Newest outbox rows first (``--state failed``: the dead letters)."""
-    config = load_config(config_path)
+    config = _config(config_path)
 
     async def go() -> list[OutboxView]:
         async with opened_store(config) as store:
@@ -194,7 +202,7 @@ def outbox_list(
 @reports_errors
 def outbox_show(config_path: str | None, key: str, as_json: bool) -> None:
     """One outbox row with its body."""
-    config = load_config(config_path)
+    config = _config(config_path)
 
     async def go() -> OutboxView | None:
         async with opened_store(config) as store:
@@ -216,8 +224,13 @@ async def resend_outbox(store: Store, key: str, *, only_failed: bool = False) ->
     return await store.requeue_outbox(key, only_failed=only_failed)
 
 
+def resend_command(config_path: str | None, key: str, as_json: bool) -> None:
+    """``hookinbox replay --outbox KEY`` and ``outbox resend KEY``."""
+    _requeue(config_path, key, False, as_json)
+
+
 def _requeue(config_path: str | None, key: str, only_failed: bool, as_json: bool) -> None:
-    config = load_config(config_path)
+    config = _config(config_path)
 
     async def go() -> OutboxView:
         async with opened_store(config) as store:
@@ -248,7 +261,7 @@ def outbox_retry(config_path: str | None, key: str, as_json: bool) -> None:
 def outbox_resend(config_path: str | None, key: str, as_json: bool) -> None:
     """Send one notification again from its existing row, sent or not; the resource is not
     touched and the key (the Idempotency-Key) stays the same."""
-    _requeue(config_path, key, False, as_json)
+    resend_command(config_path, key, as_json)
 
 
 register_reconcile_checks()
