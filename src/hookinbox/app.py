@@ -23,7 +23,7 @@ from hookinbox.errors import HookinboxError
 from hookinbox.http.admin import admin_routes
 from hookinbox.http.health import healthz, readyz_endpoint
 from hookinbox.http.metrics import metrics_endpoint
-from hookinbox.http.webhooks import webhook_endpoint
+from hookinbox.http.webhooks import WebhookEndpoint
 from hookinbox.ingest import Receiver
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics, StoreGauges
@@ -63,7 +63,7 @@ class Inbox:
             routes=[
                 Route(
                     "/webhooks/{source}",
-                    webhook_endpoint(self.receiver),  # type: ignore[arg-type]
+                    WebhookEndpoint(self.receiver),
                     methods=["POST"],
                 ),
                 Route("/healthz", healthz, methods=["GET"]),

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hookinbox.config import Config
+from hookinbox.config import Config, Route
 from hookinbox.errors import HookinboxError, SourcePaused, StoreUnavailable, UnknownSource
 from hookinbox.ids import job_id, new_delivery_id
 from hookinbox.logs import get_logger
@@ -222,6 +222,7 @@ class Receiver:
         }
         self._store = store
         self._resources = ResourceRoutes(config)
+        self._routes_cache: dict[tuple[str, str], list[Route]] = {}
         self.batcher = ReservationBatcher(
             store,
             max_batch=config.server.batch_max,
@@ -241,6 +242,18 @@ class Receiver:
             log_outcome(outcome, delivery_id=item.id, source=item.source, inline=True)
         return reservation
 
+    def _routes_for(self, source_name: str, event_type: str) -> list[Route]:
+        """Glob matching once per (source, type): signed types are few, and this is the
+        hot path. Bounded, so a provider inventing types cannot grow it without limit."""
+        key = (source_name, event_type)
+        routes = self._routes_cache.get(key)
+        if routes is None:
+            source = self._config.sources[source_name]
+            routes = source.routes_for(event_type)
+            if len(self._routes_cache) < 10_000:
+                self._routes_cache[key] = routes
+        return routes
+
     def max_body_bytes(self, source_name: str) -> int:
         source = self._config.source(source_name)
         if source is None:
@@ -259,7 +272,7 @@ class Receiver:
             return Receipt("challenge", challenge=event.challenge_response)
         delivery_id = new_delivery_id()
         body_sha256 = hashlib.sha256(body).hexdigest()
-        routes = source.routes_for(event.event_type)
+        routes = self._routes_for(source_name, event.event_type)
         reservation = await self._reserve(
             NewDelivery(
                 id=delivery_id,

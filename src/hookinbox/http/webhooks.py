@@ -1,17 +1,23 @@
-"""``POST /webhooks/{source}``: read the raw body in a stream, within the size limit."""
+"""``POST /webhooks/{source}``: read the raw body in a stream, within the size limit.
+
+This is the hot path, so it is a plain ASGI app rather than a Starlette endpoint: it
+reads the body straight from ``receive`` (refusing it as soon as it passes the limit,
+never buffering it whole first) and answers with two ``send`` calls, without building
+Request and Response objects for every delivery.
+"""
 
 from __future__ import annotations
 
+import json
+import secrets
 import time
-import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.types import Receive, Scope, Send
 
 from hookinbox.errors import HookinboxError, PayloadTooLarge
-from hookinbox.http.errors import error_response
+from hookinbox.http.errors import RETRY_AFTER_SECONDS
 from hookinbox.logs import get_logger
 
 if TYPE_CHECKING:
@@ -19,40 +25,74 @@ if TYPE_CHECKING:
 
 log = get_logger("hookinbox.http")
 
+_JSON = (b"content-type", b"application/json")
+_RETRY_AFTER = (b"retry-after", str(RETRY_AFTER_SECONDS).encode())
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The raw bytes, refused as soon as they pass ``limit`` (never buffered whole first)."""
-    declared = request.headers.get("content-length")
+
+class ClientDisconnected(Exception):
+    """The provider hung up before the body was complete; there is nobody to answer."""
+
+
+async def read_body(receive: Receive, headers: dict[str, str], limit: int) -> bytes:
+    """The raw bytes, refused as soon as they pass ``limit``."""
+    declared = headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge()
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge()
-        chunks.append(chunk)
-    return b"".join(chunks)
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnected()
+        chunk = message.get("body", b"")
+        if chunk:
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge()
+            chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def webhook_endpoint(receiver: Receiver) -> object:
-    async def receive_webhook(request: Request) -> Response:
-        source = request.path_params["source"]
+async def send_json(send: Send, status: int, answer: Any, *, retry_after: bool = False) -> None:
+    body = json.dumps(answer, separators=(",", ":")).encode()
+    headers = [_JSON, (b"content-length", str(len(body)).encode())]
+    if retry_after:
+        headers.append(_RETRY_AFTER)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class WebhookEndpoint:
+    """The ASGI app behind ``Route("/webhooks/{source}")``."""
+
+    def __init__(self, receiver: Receiver) -> None:
+        self._receiver = receiver
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        receiver = self._receiver
+        source = scope["path_params"]["source"]
         started = time.perf_counter()
-        request_id = request.headers.get("x-request-id") or uuid.uuid4().hex
-        structlog.contextvars.bind_contextvars(request_id=request_id[:64])
+        # ASGI servers give header names lower-cased; a repeated header keeps its last value.
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        request_id = headers.get("x-request-id", "")[:64] or secrets.token_hex(8)
+        structlog.contextvars.bind_contextvars(request_id=request_id)
         try:
-            body = await read_body(request, receiver.max_body_bytes(source))
-            headers = {k.lower(): v for k, v in request.headers.items()}
+            body = await read_body(receive, headers, receiver.max_body_bytes(source))
             receipt = await receiver.receive(source, body, headers)
         except HookinboxError as exc:
             log.info("refused", source=source, error=exc.code, status=exc.http_status)
             receiver.metrics.delivery_answered(source, exc.code, started)
-            return error_response(exc)
+            await send_json(
+                send, exc.http_status, {"error": exc.code}, retry_after=exc.http_status == 503
+            )
+            return
+        except ClientDisconnected:
+            log.info("client_disconnected", source=source)
+            return
         finally:
             structlog.contextvars.unbind_contextvars("request_id")
         outcome = "conflict" if receipt.conflict else receipt.status
         receiver.metrics.delivery_answered(source, outcome, started)
-        return JSONResponse(receipt.as_json())
-
-    return receive_webhook
+        await send_json(send, 200, receipt.as_json())
