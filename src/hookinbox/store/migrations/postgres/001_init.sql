@@ -1,5 +1,5 @@
 -- The journal: one row per (source, event id), kept for the whole key retention.
--- Ids are time-ordered ULIDs compared byte by byte (COLLATE "C"), whatever the
+-- Ids are time-ordered (hex ms + counter) and compared byte by byte (COLLATE "C"), whatever the
 -- database collation, so newest-first pages are a walk over the primary key.
 CREATE TABLE deliveries (
     id              text COLLATE "C" PRIMARY KEY,
