@@ -146,9 +146,7 @@ async def running_inbox(config: Config, *, run_workers: bool = True) -> AsyncIte
             await task
 
 
-async def wait_for(
-    predicate: Any, timeout: float, what: str, step: float = 0.05
-) -> None:
+async def wait_for(predicate: Any, timeout: float, what: str, step: float = 0.05) -> None:
     """Await until ``await predicate()`` is truthy, at most ``timeout`` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

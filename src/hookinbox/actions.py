@@ -125,9 +125,7 @@ def _business_id_from_answer(response: httpx.Response) -> str | None:
     return None
 
 
-def build_actions(
-    config: Config, client: httpx.AsyncClient
-) -> dict[tuple[str, str], Action]:
+def build_actions(config: Config, client: httpx.AsyncClient) -> dict[tuple[str, str], Action]:
     """Every (source, action) of the config, resolved now so a typo fails at start-up."""
     from hookinbox.resource_config import build_machines
     from hookinbox.resources import ResourceAction

@@ -49,9 +49,7 @@ class Inbox:
         #: Paused sources, re-read from the store in the background (answers 503 meanwhile).
         self.paused = PausedSources(self.store, config.operations.pause_refresh_seconds)
         self.receiver = Receiver(config, self.store, metrics=self.metrics, paused=self.paused)
-        self.workers = (
-            WorkerPool(config, self.store, metrics=self.metrics) if run_workers else None
-        )
+        self.workers = WorkerPool(config, self.store, metrics=self.metrics) if run_workers else None
         #: Tracked resources (``await inbox.resources.create(...)``) and the outbox relay.
         self.resources = Resources(self.store, build_machines(config.machines))
         self.outbox = OutboxRelay(config.outbox, self.store) if run_workers else None

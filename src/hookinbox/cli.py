@@ -273,7 +273,12 @@ def deliveries_list(
     table = Table("delivery_id", "source", "event_id", "type", "status", "count", "last_seen")
     for r in rows:
         table.add_row(
-            r.id, r.source, r.event_id, r.event_type, r.status, str(r.delivery_count),
+            r.id,
+            r.source,
+            r.event_id,
+            r.event_type,
+            r.status,
+            str(r.delivery_count),
             iso(r.last_seen_at),
         )
     Console().print(table)
@@ -302,20 +307,33 @@ def deliveries_show(config_path: str | None, ref: str, source: str | None, as_js
         return
     console = Console()
     for key in (
-        "delivery_id", "source", "event_id", "type", "status", "first_seen_at",
-        "last_seen_at", "delivery_count", "conflicts", "body_sha256", "payload_retained",
+        "delivery_id",
+        "source",
+        "event_id",
+        "type",
+        "status",
+        "first_seen_at",
+        "last_seen_at",
+        "delivery_count",
+        "conflicts",
+        "body_sha256",
+        "payload_retained",
     ):
         console.print(f"[bold]{key:>16}[/bold]  {data[key]}")
     table = Table("action", "state", "attempts", "last_error", "next_attempt_at", "business_id")
     for job in data["jobs"]:
         table.add_row(
-            job["action"], job["state"], f"{job['attempts']}/{job['max_attempts']}",
-            job["last_error"] or "", job["next_attempt_at"] or "", job["business_id"] or "",
+            job["action"],
+            job["state"],
+            f"{job['attempts']}/{job['max_attempts']}",
+            job["last_error"] or "",
+            job["next_attempt_at"] or "",
+            job["business_id"] or "",
         )
     console.print(table)
 
 
-import hookinbox.cli_ops  # noqa: E402, F401  (registers dlq, replay, purge, reconcile, sources, trace)
+import hookinbox.cli_ops  # noqa: E402  (registers dlq, replay, purge, reconcile, sources, trace)
 import hookinbox.cli_resources  # noqa: E402, F401  (registers resources, outbox)
 
 if __name__ == "__main__":  # pragma: no cover

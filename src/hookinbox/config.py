@@ -161,12 +161,15 @@ class Source(_Frozen):
         if value is not None:
             refuse_unsafe(value, info.data.get("fingerprint_forbidden", ()))
         options = info.data.get("hmac")
-        if value is None and isinstance(options, HmacOptions):
-            if options.id_header is None and options.id_pointer is None:
-                raise ValueError(
-                    "scheme 'hmac' without hmac.id_header or hmac.id_pointer needs a "
-                    "fingerprint policy"
-                )
+        if (
+            value is None
+            and isinstance(options, HmacOptions)
+            and options.id_header is None
+            and options.id_pointer is None
+        ):
+            raise ValueError(
+                "scheme 'hmac' without hmac.id_header or hmac.id_pointer needs a fingerprint policy"
+            )
         return value
 
     @field_validator("routes")

@@ -129,9 +129,7 @@ class JobView:
             "max_attempts": self.max_attempts,
             "last_error": self.last_error,
             "next_attempt_at": iso(self.next_attempt_at) if self.state == "accepted" else None,
-            "lease_expires_at": iso(self.lease_expires_at)
-            if self.state == "processing"
-            else None,
+            "lease_expires_at": iso(self.lease_expires_at) if self.state == "processing" else None,
             "business_id": self.business_id,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
