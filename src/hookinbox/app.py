@@ -23,7 +23,7 @@ from hookinbox.errors import HookinboxError
 from hookinbox.http.admin import admin_routes
 from hookinbox.http.health import healthz, readyz_endpoint
 from hookinbox.http.metrics import metrics_endpoint
-from hookinbox.http.webhooks import WebhookEndpoint
+from hookinbox.http.webhooks import WebhookEndpoint, WebhookFastPath
 from hookinbox.ingest import Receiver
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics, StoreGauges
@@ -57,13 +57,10 @@ class Inbox:
         self._stop = asyncio.Event()
         self._worker_task: asyncio.Task[None] | None = None
         self._ops_tasks: list[asyncio.Task[None]] = []
-        self.app = Starlette(
+        webhooks = WebhookEndpoint(self.receiver)
+        routes_app = Starlette(
             routes=[
-                Route(
-                    "/webhooks/{source}",
-                    WebhookEndpoint(self.receiver),
-                    methods=["POST"],
-                ),
+                Route("/webhooks/{source}", webhooks, methods=["POST"]),
                 Route("/healthz", healthz, methods=["GET"]),
                 Route("/readyz", readyz_endpoint(self.store), methods=["GET"]),
                 Route(
@@ -75,6 +72,8 @@ class Inbox:
             ],
             lifespan=self.lifespan,
         )
+        #: The ASGI app: deliveries take the fast path, the rest goes through Starlette.
+        self.app = WebhookFastPath(webhooks, routes_app)
 
     async def start(self) -> None:
         await self.store.open()

@@ -215,7 +215,9 @@ class Server(_Frozen):
     #: means one turn of the event loop (what became ready together commits together).
     batch_wait_ms: float = Field(default=0.0, ge=0, le=100)
     #: Batches on their way to the store at once (overlap parsing with round trips).
-    batch_in_flight: int = Field(default=4, ge=1, le=64)
+    #: Unset: 4 on PostgreSQL; 1 on SQLite, whose one writer gains nothing from overlap
+    #: and commits bigger batches when they gather behind the one in progress.
+    batch_in_flight: int | None = Field(default=None, ge=1, le=64)
 
 
 class Config(_Frozen):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hookinbox.config import Config, Route
+from hookinbox.config import Config, Route, store_kind
 from hookinbox.errors import HookinboxError, SourcePaused, StoreUnavailable, UnknownSource
 from hookinbox.ids import job_id, new_delivery_id
 from hookinbox.logs import get_logger
@@ -227,7 +227,8 @@ class Receiver:
             store,
             max_batch=config.server.batch_max,
             wait_seconds=config.server.batch_wait_ms / 1000,
-            max_in_flight=config.server.batch_in_flight,
+            max_in_flight=config.server.batch_in_flight
+            or (1 if store_kind(config.database) == "sqlite" else 4),
         )
 
     async def _reserve(self, item: NewDelivery, payload: Mapping[str, Any]) -> Reservation:
