@@ -125,12 +125,12 @@ class RunningInbox:
 
 
 @contextlib.asynccontextmanager
-async def running_inbox(config: Config, *, run_workers: bool = True) -> AsyncIterator[RunningInbox]:
-    """The real app under a real uvicorn socket server, inside the test's event loop."""
-    inbox = Inbox(config, run_workers=run_workers)
+async def serving(app: Any) -> AsyncIterator[str]:
+    """``app`` under a real uvicorn socket server, inside the test's event loop; yields
+    its base URL."""
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(inbox.app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )
     task = asyncio.create_task(server.serve())
     try:
@@ -139,11 +139,19 @@ async def running_inbox(config: Config, *, run_workers: bool = True) -> AsyncIte
                 if task.done():
                     task.result()
                 await asyncio.sleep(0.02)
-        yield RunningInbox(inbox, f"http://127.0.0.1:{port}")
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         async with asyncio.timeout(20):
             await task
+
+
+@contextlib.asynccontextmanager
+async def running_inbox(config: Config, *, run_workers: bool = True) -> AsyncIterator[RunningInbox]:
+    """The real app under a real uvicorn socket server, inside the test's event loop."""
+    inbox = Inbox(config, run_workers=run_workers)
+    async with serving(inbox.app) as base_url:
+        yield RunningInbox(inbox, base_url)
 
 
 async def wait_for(predicate: Any, timeout: float, what: str, step: float = 0.05) -> None:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
 from hookinbox.app import Inbox
-from tests.conftest import make_config, wait_for
+from tests.conftest import make_config, serving, wait_for
 from tests.support import handlers
-from tests.support.processes import free_port
 from tests.support.signing import delivery
 
 
@@ -26,14 +22,7 @@ async def test_an_inbox_mounted_under_a_prefix_receives_and_works(
         return PlainTextResponse("the application")
 
     app = Starlette(routes=[Route("/", home), Mount("/hooks", inbox.app)], lifespan=inbox.lifespan)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    base = f"http://127.0.0.1:{port}"
-    try:
-        async with asyncio.timeout(15):
-            while not server.started:
-                await asyncio.sleep(0.02)
+    async with serving(app) as base:
         body, headers = delivery("evt_mounted")
         answer = await client.post(f"{base}/hooks/webhooks/test", content=body, headers=headers)
         assert (answer.status_code, answer.json()["status"]) == (200, "accepted")
@@ -47,7 +36,3 @@ async def test_an_inbox_mounted_under_a_prefix_receives_and_works(
             return handlers.CALLS["evt_mounted"] == 1
 
         await wait_for(handled, 10, "the mounted inbox's worker to run the handler")
-    finally:
-        server.should_exit = True
-        async with asyncio.timeout(20):
-            await task
