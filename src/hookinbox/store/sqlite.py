@@ -37,14 +37,14 @@ from hookinbox.store.base import (
     Store,
 )
 from hookinbox.store.migrations import load_migrations
+from hookinbox.store.sqlite_clock import NOW
+from hookinbox.store.sqlite_journal import reserve_one
 from hookinbox.store.sqlite_metrics import SQLiteMetricsMixin
 from hookinbox.store.sqlite_ops import SQLiteOperatorsMixin
 from hookinbox.store.sqlite_resources import SQLiteResourcesMixin
 
 T = TypeVar("T")
 
-#: The database clock, in unix seconds with millisecond precision.
-NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 _BUSY_TIMEOUT_MS = 10_000
 
 _CLAIM = f"""
@@ -238,59 +238,8 @@ class SQLiteStore(SQLiteOperatorsMixin, SQLiteMetricsMixin, SQLiteResourcesMixin
     # -- receiving ------------------------------------------------------------------
     async def reserve_deliveries(self, items: Sequence[NewDelivery]) -> list[Reservation]:
         def run(conn: sqlite3.Connection) -> list[Reservation]:
-            answers = []
             conn.execute("BEGIN IMMEDIATE")
-            for item in items:
-                row = conn.execute(
-                    "INSERT INTO deliveries (id, source, event_id, event_type, body_sha256,"
-                    " delivery_count, first_seen_at, last_seen_at)"
-                    f" VALUES (?, ?, ?, ?, ?, ?, {NOW}, {NOW})"
-                    " ON CONFLICT (source, event_id) DO NOTHING RETURNING id",
-                    (
-                        item.id,
-                        item.source,
-                        item.event_id,
-                        item.event_type,
-                        item.body_sha256,
-                        item.seen,
-                    ),
-                ).fetchone()
-                if row is not None:
-                    conn.execute(
-                        "INSERT INTO payloads (delivery_id, body, headers) VALUES (?, ?, ?)",
-                        (item.id, item.body, json.dumps(item.headers)),
-                    )
-                    conn.executemany(
-                        "INSERT INTO jobs (id, delivery_id, source, action, max_attempts,"
-                        f" next_attempt_at, created_at, updated_at)"
-                        f" VALUES (?, ?, ?, ?, ?, {NOW}, {NOW}, {NOW})",
-                        [
-                            (job.id, item.id, item.source, job.action, item.max_attempts)
-                            for job in item.jobs
-                        ],
-                    )
-                    answers.append(Reservation("accepted", item.id))
-                    continue
-                first = conn.execute(
-                    f"UPDATE deliveries SET last_seen_at = {NOW},"
-                    " delivery_count = delivery_count + :seen,"
-                    " conflicts = conflicts + :seen * (body_sha256 <> :sha)"
-                    " WHERE source = :source AND event_id = :event_id RETURNING id, body_sha256",
-                    {
-                        "seen": item.seen,
-                        "sha": item.body_sha256,
-                        "source": item.source,
-                        "event_id": item.event_id,
-                    },
-                ).fetchone()
-                answers.append(
-                    Reservation(
-                        "duplicate",
-                        first["id"],
-                        conflict=first["body_sha256"] != item.body_sha256,
-                        first_body_sha256=first["body_sha256"],
-                    )
-                )
+            answers = [reserve_one(conn, item) for item in items]
             conn.execute("COMMIT")
             return answers
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from hookinbox.ids import delivery_id_floor
 from hookinbox.store.base import DeliveryView
 from hookinbox.store.metrics_records import DeadLetter, DeliverySearch, StoreGaugeReadings
+from hookinbox.store.sqlite_clock import NOW
 
 if TYPE_CHECKING:
     from hookinbox.store.sqlite import _DatabaseThread
@@ -69,8 +70,6 @@ class SQLiteMetricsMixin:
         _db: _DatabaseThread
 
     async def read_store_gauges(self) -> StoreGaugeReadings:
-        from hookinbox.store.sqlite import NOW
-
         def run(conn: sqlite3.Connection) -> StoreGaugeReadings:
             queue = conn.execute(_QUEUE.format(now=NOW)).fetchall()
             dead = conn.execute(_DEAD).fetchall()

@@ -17,15 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from hookinbox.store.base import DeliveryView, EffectRecord, JobState
 from hookinbox.store.ops_records import Anomalies, JobDetail, OperatorAction, SourceState
+from hookinbox.store.sqlite_clock import NOW
 
 if TYPE_CHECKING:
     import asyncio
 
     from hookinbox.store.sqlite import _DatabaseThread
 
-#: The database clock; the same expression as :data:`hookinbox.store.sqlite.NOW` (a test
-#: checks), repeated because that module imports this one.
-NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 
 _JOB_DETAIL = """
 SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,

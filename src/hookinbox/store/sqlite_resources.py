@@ -31,13 +31,12 @@ from hookinbox.store.resource_types import (
     ResourceView,
     TransitionView,
 )
+from hookinbox.store.sqlite_clock import NOW
+from hookinbox.store.sqlite_journal import reserve_one
 
 if TYPE_CHECKING:
     from hookinbox.store.sqlite import _DatabaseThread
 
-#: The database clock in unix seconds: the same expression as ``hookinbox.store.sqlite.NOW``
-#: (repeated because that module imports this one).
-NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 
 _LOG = f"""
 INSERT INTO resource_transitions (resource_id, from_state, to_state, outcome, reason,
@@ -503,49 +502,10 @@ class SQLiteResourcesMixin:
     ) -> tuple[Reservation, list[ResourceOutcome]]:
         def run(conn: sqlite3.Connection) -> tuple[Reservation, list[ResourceOutcome]]:
             conn.execute("BEGIN IMMEDIATE")
-            row = conn.execute(
-                "INSERT INTO deliveries (id, source, event_id, event_type, body_sha256,"
-                " delivery_count, first_seen_at, last_seen_at)"
-                f" VALUES (?, ?, ?, ?, ?, ?, {NOW}, {NOW})"
-                " ON CONFLICT (source, event_id) DO NOTHING RETURNING id",
-                (
-                    item.id,
-                    item.source,
-                    item.event_id,
-                    item.event_type,
-                    item.body_sha256,
-                    item.seen,
-                ),
-            ).fetchone()
-            if row is None:
-                first = conn.execute(
-                    f"UPDATE deliveries SET last_seen_at = {NOW},"
-                    " delivery_count = delivery_count + :seen,"
-                    " conflicts = conflicts + :seen * (body_sha256 <> :sha)"
-                    " WHERE source = :source AND event_id = :event_id RETURNING id, body_sha256",
-                    {
-                        "seen": item.seen,
-                        "sha": item.body_sha256,
-                        "source": item.source,
-                        "event_id": item.event_id,
-                    },
-                ).fetchone()
+            reservation = reserve_one(conn, item)
+            if reservation.outcome == "duplicate":
                 conn.execute("COMMIT")
-                conflict = first["body_sha256"] != item.body_sha256
-                return Reservation("duplicate", first["id"], conflict, first["body_sha256"]), []
-            conn.execute(
-                "INSERT INTO payloads (delivery_id, body, headers) VALUES (?, ?, ?)",
-                (item.id, item.body, json.dumps(item.headers)),
-            )
-            conn.executemany(
-                "INSERT INTO jobs (id, delivery_id, source, action, max_attempts,"
-                f" next_attempt_at, created_at, updated_at)"
-                f" VALUES (?, ?, ?, ?, ?, {NOW}, {NOW}, {NOW})",
-                [
-                    (job.id, item.id, item.source, job.action, item.max_attempts)
-                    for job in item.jobs
-                ],
-            )
+                return reservation, []
             outcomes = []
             for event, machine, park in applies:
                 outcome = _apply(conn, item.source, event, machine)

@@ -1,4 +1,4 @@
--- Times are unix seconds (REAL) from SQLite's clock: see hookinbox.store.sqlite.NOW.
+-- Times are unix seconds (REAL) from SQLite's clock: see hookinbox.store.sqlite_clock.NOW.
 CREATE TABLE deliveries (
     id              TEXT PRIMARY KEY,
     source          TEXT NOT NULL,
