@@ -251,18 +251,44 @@ class Store(abc.ABC):
     async def renew_lease(self, job_id: str, lease_token: str, lease_seconds: float) -> bool: ...
 
     @abc.abstractmethod
+    async def _finish(
+        self,
+        job_id: str,
+        lease_token: str,
+        *,
+        state: JobState,
+        outcome: str,
+        error_code: str | None = None,
+        business_id: str | None = None,
+        delay_seconds: float = 0.0,
+    ) -> bool:
+        """End the job's current attempt with ``outcome`` and move the job to ``state``,
+        only while ``lease_token`` still holds its lease; False when the lease was lost."""
+
     async def complete_job(self, job_id: str, lease_token: str, business_id: str | None) -> bool:
         """Mark completed if the lease is still ours; False when it was lost."""
+        return await self._finish(
+            job_id, lease_token, state="completed", outcome="completed", business_id=business_id
+        )
 
-    @abc.abstractmethod
     async def retry_job(
         self, job_id: str, lease_token: str, error_code: str, delay_seconds: float
     ) -> bool:
         """Back to accepted, due after ``delay_seconds`` from the database clock."""
+        return await self._finish(
+            job_id,
+            lease_token,
+            state="accepted",
+            outcome="retry",
+            error_code=error_code,
+            delay_seconds=delay_seconds,
+        )
 
-    @abc.abstractmethod
     async def fail_job(self, job_id: str, lease_token: str, error_code: str) -> bool:
         """Dead-letter the job with its error code."""
+        return await self._finish(
+            job_id, lease_token, state="failed", outcome="failed", error_code=error_code
+        )
 
     @abc.abstractmethod
     async def fail_exhausted_leases(self) -> int:

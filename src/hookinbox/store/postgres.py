@@ -25,6 +25,7 @@ from hookinbox.store.base import (
     DeliveryStatus,
     DeliveryView,
     EffectRecord,
+    JobState,
     JobView,
     NewDelivery,
     Reservation,
@@ -382,7 +383,7 @@ class PostgresStore(PostgresOperatorsMixin, PostgresMetricsMixin, PostgresResour
         job_id: str,
         lease_token: str,
         *,
-        state: str,
+        state: JobState,
         outcome: str,
         error_code: str | None = None,
         business_id: str | None = None,
@@ -400,28 +401,6 @@ class PostgresStore(PostgresOperatorsMixin, PostgresMetricsMixin, PostgresResour
                 outcome,
             )
         return bool(count)
-
-    async def complete_job(self, job_id: str, lease_token: str, business_id: str | None) -> bool:
-        return await self._finish(
-            job_id, lease_token, state="completed", outcome="completed", business_id=business_id
-        )
-
-    async def retry_job(
-        self, job_id: str, lease_token: str, error_code: str, delay_seconds: float
-    ) -> bool:
-        return await self._finish(
-            job_id,
-            lease_token,
-            state="accepted",
-            outcome="retry",
-            error_code=error_code,
-            delay_seconds=delay_seconds,
-        )
-
-    async def fail_job(self, job_id: str, lease_token: str, error_code: str) -> bool:
-        return await self._finish(
-            job_id, lease_token, state="failed", outcome="failed", error_code=error_code
-        )
 
     async def fail_exhausted_leases(self) -> int:
         async with self._conn() as conn:

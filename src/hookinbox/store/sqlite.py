@@ -31,6 +31,7 @@ from hookinbox.store.base import (
     DeliveryStatus,
     DeliveryView,
     EffectRecord,
+    JobState,
     JobView,
     NewDelivery,
     Reservation,
@@ -314,7 +315,7 @@ class SQLiteStore(SQLiteOperatorsMixin, SQLiteMetricsMixin, SQLiteResourcesMixin
         job_id: str,
         lease_token: str,
         *,
-        state: str,
+        state: JobState,
         outcome: str,
         error_code: str | None = None,
         business_id: str | None = None,
@@ -340,28 +341,6 @@ class SQLiteStore(SQLiteOperatorsMixin, SQLiteMetricsMixin, SQLiteResourcesMixin
             return ours
 
         return await self._db.run(run)
-
-    async def complete_job(self, job_id: str, lease_token: str, business_id: str | None) -> bool:
-        return await self._finish(
-            job_id, lease_token, state="completed", outcome="completed", business_id=business_id
-        )
-
-    async def retry_job(
-        self, job_id: str, lease_token: str, error_code: str, delay_seconds: float
-    ) -> bool:
-        return await self._finish(
-            job_id,
-            lease_token,
-            state="accepted",
-            outcome="retry",
-            error_code=error_code,
-            delay_seconds=delay_seconds,
-        )
-
-    async def fail_job(self, job_id: str, lease_token: str, error_code: str) -> bool:
-        return await self._finish(
-            job_id, lease_token, state="failed", outcome="failed", error_code=error_code
-        )
 
     async def fail_exhausted_leases(self) -> int:
         def run(conn: sqlite3.Connection) -> int:
