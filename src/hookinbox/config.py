@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from hookinbox.config_fields import ForwardUrl, HandlerPath
 from hookinbox.errors import ConfigError
 from hookinbox.ops_config import Operations
 from hookinbox.resource_config import (
@@ -76,8 +77,8 @@ class Route(_Frozen):
 
     events: tuple[str, ...] = ("*",)
     action: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.\-]+$")
-    handler: str | None = None
-    forward: str | None = None
+    handler: HandlerPath | None = None
+    forward: ForwardUrl | None = None
     forward_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     #: Drive a tracked resource through its state machine (see resource_config).
     resource: ResourceBinding | None = None
@@ -87,20 +88,6 @@ class Route(_Frozen):
     def _events_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if not value or any(not e for e in value):
             raise ValueError("events must list at least one event name or glob")
-        return value
-
-    @field_validator("handler")
-    @classmethod
-    def _handler_path(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", value):
-            raise ValueError("handler must look like 'package.module:function'")
-        return value
-
-    @field_validator("forward")
-    @classmethod
-    def _forward_url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError("forward must be an http:// or https:// URL")
         return value
 
     @model_validator(mode="after")

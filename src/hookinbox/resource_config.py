@@ -40,6 +40,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from hookinbox.config_fields import ForwardUrl, HandlerPath
 from hookinbox.errors import ConfigError
 from hookinbox.machine import BUILTIN_MACHINES, StateMachine
 from hookinbox.verify.options import check_pointer
@@ -117,8 +118,8 @@ class ResourceBinding(_Frozen):
 class OutboxSettings(_Frozen):
     """The relay that sends outbox rows: an HTTP forward or a Python callable."""
 
-    forward: str | None = None
-    handler: str | None = None
+    forward: ForwardUrl | None = None
+    handler: HandlerPath | None = None
     timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     concurrency: int = Field(default=4, ge=1, le=256)
     max_attempts: int = Field(default=10, ge=1, le=100)
@@ -128,20 +129,6 @@ class OutboxSettings(_Frozen):
     poll_interval_seconds: float = Field(default=1.0, gt=0, le=60)
     #: Reconciliation reports a row still unsent this long after it was written.
     unsent_after_seconds: float = Field(default=900.0, gt=0, le=30 * 86400)
-
-    @field_validator("forward")
-    @classmethod
-    def _forward_url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError("forward must be an http:// or https:// URL")
-        return value
-
-    @field_validator("handler")
-    @classmethod
-    def _handler_path(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", value):
-            raise ValueError("handler must look like 'package.module:function'")
-        return value
 
     @model_validator(mode="after")
     def _one_target(self) -> OutboxSettings:
