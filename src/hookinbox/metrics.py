@@ -23,7 +23,7 @@ import os
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -100,6 +100,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._sources = frozenset(sources)
         self.recent = RecentCounts()
+        self._answered: dict[tuple[str, str], tuple[Any, Any]] = {}
         reg = self.registry
         self.deliveries = Counter(
             "hookinbox_deliveries",
@@ -149,8 +150,12 @@ class Metrics:
     def delivery_answered(self, source: str, outcome: str, started: float) -> None:
         """One answered webhook request; ``started`` is its ``time.perf_counter()``."""
         label = self.source_label(source)
-        self.deliveries.labels(label, outcome).inc()
-        self.answer_seconds.labels(label).observe(time.perf_counter() - started)
+        children = self._answered.get((label, outcome))
+        if children is None:  # labels() per request costs more than the increment
+            children = (self.deliveries.labels(label, outcome), self.answer_seconds.labels(label))
+            self._answered[(label, outcome)] = children
+        children[0].inc()
+        children[1].observe(time.perf_counter() - started)
         self.recent.add(label, outcome)
 
     # -- working ----------------------------------------------------------------------
