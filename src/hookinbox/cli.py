@@ -149,10 +149,16 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
             # The outbox relay runs beside the workers (a no-op with no [outbox] sender).
             await asyncio.gather(pool.run(stop), OutboxRelay(config.outbox, store).run(stop))
 
-    # Resolve handlers before touching the store, so a typo fails fast.
-    import httpx
+    async def resolve_handlers() -> None:
+        # build_actions wants a client for forward routes; this one only lives for the
+        # check and is closed here (the workers open their own).
+        import httpx
 
-    build_actions(config, httpx.AsyncClient())
+        async with httpx.AsyncClient() as client:
+            build_actions(config, client)
+
+    # Resolve handlers before touching the store, so a typo fails fast.
+    run(resolve_handlers())
     run(work())
 
 
