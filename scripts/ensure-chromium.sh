@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure Debian's Chromium is at /usr/bin/chromium for the admin's browser tests.
-# Playwright drives this system browser; it never downloads a browser of its own
-# (the tests also set PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1).
+# Playwright drives this system browser; nothing here downloads a browser of its own
+# (the browser tests launch /usr/bin/chromium by its path).
 set -eu
 [ -x /usr/bin/chromium ] && exit 0
 if ! command -v apt-get >/dev/null 2>&1; then

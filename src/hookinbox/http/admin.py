@@ -103,7 +103,7 @@ class Sessions:
         if not cookie or cookie.count(".") != 3:
             return None
         sid, expiry, name, mac = cookie.split(".")
-        if not hmac.compare_digest(mac, self._mac(f"{sid}.{expiry}.{name}")):
+        if not hmac.compare_digest(mac.encode(), self._mac(f"{sid}.{expiry}.{name}").encode()):
             return None
         if not expiry.isdigit() or int(expiry) < time.time():
             return None
@@ -176,7 +176,8 @@ class Admin:
                 return PlainTextResponse("login required", status_code=401)
             form = await request.form()
             offered = str(form.get("csrf", ""))
-            if not hmac.compare_digest(offered, self.sessions.csrf(request.state.sid)):
+            expected = self.sessions.csrf(request.state.sid)
+            if not hmac.compare_digest(offered.encode(), expected.encode()):
                 log.warning("admin_csrf_refused", path=request.url.path)
                 return PlainTextResponse("invalid CSRF token", status_code=403)
             request.state.form = form

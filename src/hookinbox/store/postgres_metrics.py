@@ -54,14 +54,14 @@ SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at,
        s.states
 FROM deliveries d
 CROSS JOIN LATERAL (
-    SELECT coalesce(array_agg(j.state ORDER BY j.action), '{}') AS states,
+    SELECT coalesce(array_agg(j.state ORDER BY j.action), '{{}}') AS states,
            CASE WHEN bool_or(j.state = 'failed') THEN 'failed'
                 WHEN bool_or(j.state = 'processing') THEN 'processing'
                 WHEN coalesce(bool_and(j.state = 'completed'), true) THEN 'completed'
                 ELSE 'accepted' END AS status
     FROM jobs j WHERE j.delivery_id = d.id
 ) s
-WHERE ($1::text IS NULL OR d.id = $1 OR d.event_id = $1)
+WHERE {by_ref} AND {by_state}
   AND ($2::text IS NULL OR d.source = $2)
   AND ($3::text IS NULL OR d.event_type = $3)
   AND ($4::text IS NULL OR s.status = $4)
@@ -71,6 +71,24 @@ WHERE ($1::text IS NULL OR d.id = $1 OR d.event_id = $1)
 ORDER BY d.id DESC
 LIMIT $8
 """
+
+# Search filters chosen from constants (never from input), so a search by id or by a
+# rare status walks an index instead of the whole journal.
+_BY_REF = (
+    "d.id IN (SELECT id FROM deliveries WHERE id = $1"
+    " UNION ALL SELECT id FROM deliveries WHERE event_id = $1)"
+)
+_BY_STATE = {
+    "failed": "d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')",
+    "processing": "d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')",
+}
+_SEARCHES = {
+    (has_ref, state): _SEARCH.format(
+        by_ref=_BY_REF if has_ref else "$1::text IS NULL", by_state=_BY_STATE.get(state or "", "TRUE")
+    )
+    for has_ref in (True, False)
+    for state in (None, "failed", "processing", "accepted", "completed")
+}
 
 _DEAD_LETTERS = """
 SELECT j.id, j.delivery_id, j.source, j.action, j.attempts, j.last_error, j.failed_at,
@@ -138,7 +156,7 @@ class PostgresMetricsMixin:
             query.limit,
         ]
         async with self._conn() as conn:
-            rows = await conn.fetch(_SEARCH, *args)
+            rows = await conn.fetch(_SEARCHES[(query.ref is not None, query.status)], *args)
         return [_delivery(r, job_states=tuple(r["states"])) for r in rows]
 
     async def list_dead_letters(

@@ -65,6 +65,18 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     return row is not None
 
 
+# Search filters chosen from constants (never from input), so a search by id or by a
+# rare status walks an index instead of the whole journal.
+_BY_REF = (
+    "d.id IN (SELECT id FROM deliveries WHERE id = :ref"
+    " UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)"
+)
+_BY_STATE = {
+    "failed": "d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')",
+    "processing": "d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')",
+}
+
+
 class SQLiteMetricsMixin:
     if TYPE_CHECKING:
         _db: _DatabaseThread
@@ -121,7 +133,8 @@ class SQLiteMetricsMixin:
             " (SELECT group_concat(state) FROM (SELECT state FROM jobs j"
             "  WHERE j.delivery_id = d.id ORDER BY action)) AS states"
             " FROM deliveries d"
-            " WHERE (:ref IS NULL OR d.id = :ref OR d.event_id = :ref)"
+            f" WHERE {_BY_REF if query.ref is not None else '1'}"
+            f" AND {_BY_STATE.get(query.status or '', '1')}"
             " AND (:source IS NULL OR d.source = :source)"
             " AND (:type IS NULL OR d.event_type = :type)"
             " AND (:floor IS NULL OR d.id >= :floor)"
