@@ -84,7 +84,8 @@ _BY_STATE = {
 }
 _SEARCHES = {
     (has_ref, state): _SEARCH.format(
-        by_ref=_BY_REF if has_ref else "$1::text IS NULL", by_state=_BY_STATE.get(state or "", "TRUE")
+        by_ref=_BY_REF if has_ref else "$1::text IS NULL",
+        by_state=_BY_STATE.get(state or "", "TRUE"),
     )
     for has_ref in (True, False)
     for state in (None, "failed", "processing", "accepted", "completed")
