@@ -2,8 +2,23 @@
 # Make sure the PostgreSQL the tests use answers: start the local cluster when it is
 # installed and stopped; otherwise fail with one clear line. The tests never skip it.
 set -u
-url_host=${HOOKINBOX_TEST_PG_HOST:-127.0.0.1}
-url_port=${HOOKINBOX_TEST_PG_PORT:-5432}
+# The server to check: HOOKINBOX_TEST_PG_HOST/PORT when set, else the host and port of
+# HOOKINBOX_TEST_PG_URL (the URL the tests connect to), else 127.0.0.1:5432.
+parsed_host="" parsed_port=""
+if [ -n "${HOOKINBOX_TEST_PG_URL:-}" ]; then
+  authority=${HOOKINBOX_TEST_PG_URL#*://}   # drop the scheme
+  authority=${authority%%[/?]*}              # drop /database and ?query
+  authority=${authority##*@}                 # drop user:password@
+  if [[ $authority == \[* ]]; then           # [ipv6]:port
+    parsed_host=${authority%%]*}; parsed_host=${parsed_host#[}
+    parsed_port=${authority#*]}; parsed_port=${parsed_port#:}
+  else
+    parsed_host=${authority%%:*}
+    [[ $authority == *:* ]] && parsed_port=${authority##*:}
+  fi
+fi
+url_host=${HOOKINBOX_TEST_PG_HOST:-${parsed_host:-127.0.0.1}}
+url_port=${HOOKINBOX_TEST_PG_PORT:-${parsed_port:-5432}}
 
 ready() { pg_isready -q -h "$url_host" -p "$url_port" 2>/dev/null; }
 if ! command -v pg_isready >/dev/null 2>&1; then
@@ -11,7 +26,9 @@ if ! command -v pg_isready >/dev/null 2>&1; then
 fi
 
 ready && exit 0
-if command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
+case $url_host in 127.0.0.1|localhost|::1) local_server=1 ;; *) local_server=0 ;; esac
+# Only a server on this machine can be started from here.
+if [ "$local_server" = 1 ] && command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
   for version in $(ls /etc/postgresql); do
     echo "PostgreSQL is not answering; starting cluster $version/main" >&2
     pg_ctlcluster --skip-systemctl-redirect "$version" main start || true

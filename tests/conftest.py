@@ -40,6 +40,35 @@ async def _pg_exec(sql: str) -> None:
         await conn.close()
 
 
+def _pg_problem() -> str | None:
+    """Why the tests' PostgreSQL cannot be used, in one line; None when it can."""
+    where = f"{pg_address()[0]}:{pg_address()[1]}"
+    try:
+        asyncio.run(_pg_exec("SELECT 1"))
+    except (OSError, TimeoutError) as exc:
+        return f"PostgreSQL at {where} is not reachable ({type(exc).__name__})"
+    except asyncpg.PostgresError as exc:
+        # "role ... does not exist", "database ... does not exist", a bad password: the
+        # server's own message names the role or database, never the password.
+        return f"PostgreSQL at {where} refused the test connection: {exc}"
+    return None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Check the PostgreSQL the suite needs once, before any test: a missing role or
+    database is one clear line, not a traceback per test. Skipped in xdist workers (the
+    controller has checked)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    problem = _pg_problem()
+    if problem is not None:
+        pytest.exit(
+            f"{problem}; the suite needs it (HOOKINBOX_TEST_PG_URL selects another server, "
+            "role and database; `make postgres` starts the local one)",
+            returncode=3,
+        )
+
+
 @contextlib.contextmanager
 def pg_schema_url(base_url: str = PG_URL) -> Iterator[str]:
     """A fresh schema for one test, dropped afterwards; the URL selects it."""
