@@ -17,6 +17,7 @@ The tree::
     │   └── StoreUnavailable         store_unavailable  HTTP 503, exit 3
     ├── NotFound                     not_found          HTTP 404, exit 4
     ├── OperationRefused             refused            HTTP 409, exit 5
+    │   └── PayloadPurged            payload_purged     HTTP 409, exit 5
     └── InvalidArgument              invalid_argument   HTTP 400, exit 2
 
 The HTTP layer (``hookinbox.http``) is the only place that maps these to statuses and the
@@ -139,6 +140,12 @@ class OperationRefused(HookinboxError):
     code = "refused"
     http_status = 409
     exit_code = 5
+
+
+class PayloadPurged(OperationRefused):
+    """The payload was purged after retention, so the job cannot run again."""
+
+    code = "payload_purged"
 
 
 class InvalidArgument(HookinboxError):

@@ -4,7 +4,10 @@ page rely on. The real command line is tested in tests/cli/test_ops_cli.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 
+import asyncpg
 import pytest
 
 from hookinbox import ops
@@ -13,6 +16,7 @@ from hookinbox.errors import (
     InvalidArgument,
     NotFound,
     OperationRefused,
+    PayloadPurged,
     UnknownSource,
 )
 from hookinbox.store import Store, sqlite_ops
@@ -86,14 +90,55 @@ async def test_dead_letters_listed_retried_once_and_audited(store: Store, db_url
     assert [(a.command, a.actor) for a in actions] == [("dlq-retry", ACTOR)] * 2
 
 
-async def test_dlq_retry_refuses_a_job_whose_payload_was_purged(store: Store, db_url: str) -> None:
+async def test_a_purge_keeps_dead_letter_payloads_so_they_can_be_retried(
+    store: Store, db_url: str
+) -> None:
     config = make_config(db_url)
     await add_delivery(store, "evt_p")
     (job_id,) = await settle_all(store, "failed")
-    # Failed deliveries keep their payload through a purge.
     await ops.purge(store, config, payloads_only=True, older_than=0)
     assert (await store.get_job(job_id)).payload_retained  # type: ignore[union-attr]
-    assert (await ops.dlq_retry(store, config, job_id, actor=ACTOR, dry_run=True)).items
+    assert (await ops.dlq_retry(store, config, job_id, actor=ACTOR)).requeued == 1
+    job = await store.get_job(job_id)
+    assert job is not None and (job.state, job.attempts) == ("accepted", 0)
+
+
+async def _lose_payload(db_url: str, delivery_id: str) -> None:
+    """A dead letter without its payload, as a row emptied by hand or by an older
+    version's purge would be: the store offers no way to do it, on purpose."""
+    sql = "DELETE FROM payloads WHERE delivery_id = "
+    if db_url.startswith("sqlite"):
+        with contextlib.closing(sqlite3.connect(db_url.removeprefix("sqlite:///"))) as conn:
+            conn.execute(sql + "?", (delivery_id,))
+            conn.commit()
+        return
+    conn = await asyncpg.connect(db_url)  # ?search_path= selects the test's schema
+    try:
+        assert await conn.execute(sql + "$1", delivery_id) == "DELETE 1"
+    finally:
+        await conn.close()
+
+
+async def test_dlq_retry_refuses_a_dead_letter_whose_payload_is_gone(
+    store: Store, db_url: str
+) -> None:
+    config = make_config(db_url)
+    delivery_id = await add_delivery(store, "evt_p")
+    (job_id,) = await settle_all(store, "failed")
+    await _lose_payload(db_url, delivery_id)
+
+    with pytest.raises(PayloadPurged, match=f"job {job_id}: its payload was purged") as refused:
+        await ops.dlq_retry(store, config, job_id, actor=ACTOR)
+    assert refused.value.code == "payload_purged" and refused.value.exit_code == 5
+    with pytest.raises(PayloadPurged):
+        await ops.dlq_retry(store, config, job_id, actor=ACTOR, dry_run=True)
+    bulk = await ops.dlq_retry_all(store, config, limit=10, actor=ACTOR)
+    assert [(i.outcome, (i.reason or "").split(":")[0]) for i in bulk.items] == [
+        ("refused", "payload_purged")
+    ]
+    job = await store.get_job(job_id)
+    assert job is not None and (job.state, job.attempts) == ("failed", 1)
+    assert await store.list_operator_actions() == []
 
 
 async def test_purge_payloads_then_keys_never_dead_letters(store: Store, db_url: str) -> None:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from hookinbox.config import Config
-from hookinbox.errors import InvalidArgument, NotFound, OperationRefused
+from hookinbox.errors import InvalidArgument, NotFound, OperationRefused, PayloadPurged
 from hookinbox.ops.actor import TRIGGER_DLQ_RETRY
 from hookinbox.ops.eligibility import why_not_runnable
 from hookinbox.store.base import Store, iso
@@ -106,6 +106,13 @@ async def dlq_retry(
     if job.state != "failed":
         hint = " (use `hookinbox replay` for a completed job)" if job.state == "completed" else ""
         raise OperationRefused(f"job {job_id} is {job.state}, not failed{hint}")
+    if not job.payload_retained:
+        # Purges keep dead letters' payloads, so this is a row from before that rule or
+        # one emptied by hand; the worker could only fail it again.
+        raise PayloadPurged(
+            f"job {job_id}: its payload was purged, so it cannot run again "
+            "(the journal row and its history remain)"
+        )
     reason = why_not_runnable(job, config)
     if reason is not None:
         raise OperationRefused(f"job {job_id}: {reason}")

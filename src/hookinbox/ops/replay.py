@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hookinbox.config import Config
-from hookinbox.errors import NotFound, OperationRefused
+from hookinbox.errors import NotFound, OperationRefused, PayloadPurged
 from hookinbox.ops.actor import TRIGGER_REPLAY
 from hookinbox.ops.eligibility import why_not_runnable
 from hookinbox.store.base import DeliveryView, EffectRecord, Store
@@ -122,7 +122,7 @@ async def replay(
     if delivery is None:
         raise NotFound(f"no delivery with id or event id {ref!r}")
     if not delivery.payload_retained:
-        raise OperationRefused(
+        raise PayloadPurged(
             f"delivery {delivery.id}: its payload was purged after retention, so it cannot "
             "be replayed (the journal row and its history remain)"
         )
