@@ -31,11 +31,16 @@ from hookinbox.ops.purge import run_purge_loop
 from hookinbox.ops.sources import PausedSources
 from hookinbox.outbox import OutboxRelay
 from hookinbox.resource_config import build_machines
+from hookinbox.resource_ops import install as install_resource_ops
 from hookinbox.resources import Resources
 from hookinbox.store import Store, open_store_for
 from hookinbox.worker import WorkerPool
 
 log = get_logger("hookinbox.app")
+
+# Trace layers (transitions, outbox) and reconcile checks of tracked resources: here, so
+# a mounted inbox, its admin page and the CLI all have them.
+install_resource_ops()
 
 
 class Inbox:

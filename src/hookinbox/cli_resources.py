@@ -19,7 +19,6 @@ from hookinbox.cli import config_option, main, opened_store, print_json, reports
 from hookinbox.config import Config, load_config
 from hookinbox.errors import NotFound
 from hookinbox.logs import configure_logging
-from hookinbox.resource_checks import register as register_reconcile_checks
 from hookinbox.resource_config import build_machines
 from hookinbox.resources import Resources
 from hookinbox.store.base import Store, iso
@@ -262,6 +261,3 @@ def outbox_resend(config_path: str | None, key: str, as_json: bool) -> None:
     """Send one notification again from its existing row, sent or not; the resource is not
     touched and the key (the Idempotency-Key) stays the same."""
     resend_command(config_path, key, as_json)
-
-
-register_reconcile_checks()

@@ -4,7 +4,8 @@ Each check is one question: a terminal resource that no delivery's applied trans
 moved there (someone changed it by hand, or an event is missing); an applied transition
 into a notifying state with no outbox row; an outbox row unsent past
 ``outbox.unsent_after_seconds``; a parked event past its deadline (no worker is running).
-:func:`register` adds them to the operators' list in :mod:`hookinbox.ops.reconcile`.
+:func:`hookinbox.resource_ops.install` adds them to the operators' list in
+:mod:`hookinbox.ops.reconcile` (on every library path, not only the CLI's).
 """
 
 from __future__ import annotations
@@ -49,14 +50,3 @@ class ResourceCheck:
 
 
 CHECKS = [ResourceCheck(name, title) for name, title in TITLES.items()]
-
-
-def register() -> bool:
-    """Add the resource checks to ``hookinbox reconcile``; False when that is not there."""
-    try:
-        from hookinbox.ops.reconcile import register_check
-    except ImportError:
-        return False
-    for check in CHECKS:
-        register_check(check)
-    return True

@@ -523,6 +523,11 @@ class Store(abc.ABC):
         """The resource's transition log, oldest first."""
 
     @abc.abstractmethod
+    async def list_delivery_transitions(self, delivery_id: str) -> list[TransitionView]:
+        """The transition log lines one delivery wrote (applied or rejected, on any
+        resource), oldest first: for the trace of that delivery."""
+
+    @abc.abstractmethod
     async def apply_resource_event(
         self,
         job_id: str,
@@ -568,6 +573,10 @@ class Store(abc.ABC):
     ) -> bool:
         """``sent``, back to ``pending`` after ``delay_seconds``, or ``failed``; only with
         the lease token. False when the lease was lost."""
+
+    @abc.abstractmethod
+    async def renew_outbox_lease(self, key: str, lease_token: str, lease_seconds: float) -> bool:
+        """Extend a row's lease while it is being sent; False when the lease was lost."""
 
     @abc.abstractmethod
     async def requeue_outbox(self, key: str, *, only_failed: bool) -> OutboxView:

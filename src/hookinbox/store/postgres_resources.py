@@ -112,6 +112,23 @@ def _resource(row: Any) -> ResourceView:
     )
 
 
+def _transition(r: Any) -> TransitionView:
+    return TransitionView(
+        id=r["id"],
+        resource_id=r["resource_id"],
+        from_state=r["from_state"],
+        to_state=r["to_state"],
+        outcome=r["outcome"],
+        reason=r["reason"],
+        delivery_id=r["delivery_id"],
+        job_id=r["job_id"],
+        event_type=r["event_type"],
+        event_time=r["event_time"],
+        outbox_key=r["outbox_key"],
+        created_at=r["created_at"],
+    )
+
+
 def _outbox(row: Any) -> OutboxView:
     return OutboxView(
         key=row["key"],
@@ -371,23 +388,15 @@ class PostgresResourcesMixin:
                 "SELECT * FROM resource_transitions WHERE resource_id = $1 ORDER BY id",
                 resource_id,
             )
-        return [
-            TransitionView(
-                id=r["id"],
-                resource_id=r["resource_id"],
-                from_state=r["from_state"],
-                to_state=r["to_state"],
-                outcome=r["outcome"],
-                reason=r["reason"],
-                delivery_id=r["delivery_id"],
-                job_id=r["job_id"],
-                event_type=r["event_type"],
-                event_time=r["event_time"],
-                outbox_key=r["outbox_key"],
-                created_at=r["created_at"],
+        return [_transition(r) for r in rows]
+
+    async def list_delivery_transitions(self, delivery_id: str) -> list[TransitionView]:
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                "SELECT * FROM resource_transitions WHERE delivery_id = $1 ORDER BY id",
+                delivery_id,
             )
-            for r in rows
-        ]
+        return [_transition(r) for r in rows]
 
     # -- applying events ------------------------------------------------------------
     async def apply_resource_event(
@@ -506,6 +515,17 @@ class PostgresResourcesMixin:
         async with self._conn() as conn:
             status = await conn.execute(
                 _OUTBOX_FINISH, key, lease_token, state, error_code, float(delay_seconds)
+            )
+        return bool(status.endswith(" 1"))
+
+    async def renew_outbox_lease(self, key: str, lease_token: str, lease_seconds: float) -> bool:
+        async with self._conn() as conn:
+            status = await conn.execute(
+                "UPDATE outbox SET lease_expires_at = now() + make_interval(secs => $3)"
+                " WHERE key = $1 AND lease_token = $2 AND state = 'sending'",
+                key,
+                lease_token,
+                float(lease_seconds),
             )
         return bool(status.endswith(" 1"))
 

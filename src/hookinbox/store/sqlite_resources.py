@@ -138,6 +138,23 @@ def _outbox(row: sqlite3.Row) -> OutboxView:
     )
 
 
+def _transition(r: sqlite3.Row) -> TransitionView:
+    return TransitionView(
+        id=r["id"],
+        resource_id=r["resource_id"],
+        from_state=r["from_state"],
+        to_state=r["to_state"],
+        outcome=r["outcome"],
+        reason=r["reason"],
+        delivery_id=r["delivery_id"],
+        job_id=r["job_id"],
+        event_type=r["event_type"],
+        event_time=r["event_time"],
+        outbox_key=r["outbox_key"],
+        created_at=_at(r["created_at"]),
+    )
+
+
 def outbox_body(key: str, kind: str, resource: Any, previous: str, state: str) -> str:
     """The notification's small JSON: ids and states only, never the provider's body."""
     return json.dumps(
@@ -445,23 +462,17 @@ class SQLiteResourcesMixin:
                 "SELECT * FROM resource_transitions WHERE resource_id = ? ORDER BY id",
                 (resource_id,),
             ).fetchall()
-            return [
-                TransitionView(
-                    id=r["id"],
-                    resource_id=r["resource_id"],
-                    from_state=r["from_state"],
-                    to_state=r["to_state"],
-                    outcome=r["outcome"],
-                    reason=r["reason"],
-                    delivery_id=r["delivery_id"],
-                    job_id=r["job_id"],
-                    event_type=r["event_type"],
-                    event_time=r["event_time"],
-                    outbox_key=r["outbox_key"],
-                    created_at=_at(r["created_at"]),
-                )
-                for r in rows
-            ]
+            return [_transition(r) for r in rows]
+
+        return await self._db.run(run)
+
+    async def list_delivery_transitions(self, delivery_id: str) -> list[TransitionView]:
+        def run(conn: sqlite3.Connection) -> list[TransitionView]:
+            rows = conn.execute(
+                "SELECT * FROM resource_transitions WHERE delivery_id = ? ORDER BY id",
+                (delivery_id,),
+            ).fetchall()
+            return [_transition(r) for r in rows]
 
         return await self._db.run(run)
 
@@ -579,6 +590,17 @@ class SQLiteResourcesMixin:
                 },
             ).rowcount
             conn.execute("COMMIT")
+            return bool(changed == 1)
+
+        return await self._db.run(run)
+
+    async def renew_outbox_lease(self, key: str, lease_token: str, lease_seconds: float) -> bool:
+        def run(conn: sqlite3.Connection) -> bool:
+            changed = conn.execute(
+                f"UPDATE outbox SET lease_expires_at = {NOW} + ?"
+                " WHERE key = ? AND lease_token = ? AND state = 'sending'",
+                (lease_seconds, key, lease_token),
+            ).rowcount
             return bool(changed == 1)
 
         return await self._db.run(run)

@@ -1,0 +1,167 @@
+"""Tracked resources in the operators' views, on both stores: the trace of a delivery shows
+its transitions and outbox rows, and reconciliation (without the CLI) finds each of the
+four resource situations."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from hookinbox import ops
+from hookinbox.machine import VIDEO
+from hookinbox.resource_ops import install
+from hookinbox.resources import new_resource_id
+from hookinbox.store import Store
+from hookinbox.store.resource_types import ParkPolicy, ResourceEvent
+from tests.conftest import make_config, running_inbox, wait_for
+from tests.resources.support import NotifyService, outbox_settings, video_event, video_route
+from tests.support.journal import add_delivery
+from tests.support.processes import REPO, hookinbox_env
+
+RESOURCE_CHECKS = (
+    "terminal_without_delivery",
+    "transition_without_outbox",
+    "outbox_unsent",
+    "parked_past_deadline",
+)
+
+
+@pytest.fixture(autouse=True)
+def _installed() -> Iterator[None]:
+    # Other tests register a layer of the same name for a while; start from ours.
+    install()
+    yield
+
+
+def test_importing_the_library_registers_the_layers_and_checks_without_the_cli() -> None:
+    script = (
+        "import json, sys\n"
+        "from hookinbox import ops\n"
+        "from hookinbox.ops.trace import LAYERS\n"
+        "print(json.dumps({'layers': sorted(LAYERS), 'checks': [c.name for c in ops.CHECKS],"
+        " 'cli': 'hookinbox.cli' in sys.modules}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=hookinbox_env(),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["cli"] is False
+    assert {"transitions", "outbox"} <= set(seen["layers"])
+    assert set(RESOURCE_CHECKS) <= set(seen["checks"])
+
+
+async def test_the_trace_of_a_delivery_shows_its_transitions_and_outbox_rows(
+    db_url: str, client: httpx.AsyncClient
+) -> None:
+    with NotifyService() as notify:
+        config = make_config(db_url, routes=[video_route()], outbox=outbox_settings(notify.url))
+        async with running_inbox(config) as inbox:
+            task = await inbox.inbox.resources.create(
+                "video", tenant="acme", owner="user-1", provider_ref="prov-1"
+            )
+            key = f"video-ready:{task.id}"
+            for event_id, status in (("evt_ready", "ready"), ("evt_late", "processing")):
+                body, headers = video_event(event_id, status, "prov-1")
+                await client.post(inbox.url(), content=body, headers=headers)
+
+            async def settled() -> bool:
+                late = await inbox.store.get_delivery("evt_late")
+                row = await inbox.store.get_outbox(key)
+                return bool(late and late.status == "completed" and row and row.state == "sent")
+
+            await wait_for(settled, 10, "the transition, the rejection and the notification")
+            ready = (await ops.trace(inbox.store, config, "evt_ready")).deliveries[0].as_json()
+            late = (await ops.trace(inbox.store, config, "evt_late")).deliveries[0].as_json()
+
+    (applied,) = ready["transitions"]
+    assert (applied["resource_id"], applied["from"], applied["to"]) == (
+        task.id,
+        "submitted",
+        "ready",
+    )
+    assert (applied["outcome"], applied["outbox_key"]) == ("applied", key)
+    (row,) = ready["outbox"]
+    assert (row["key"], row["state"], row["attempts"]) == (key, "sent", 1)
+    assert "body" not in row  # the trace says where, `outbox show` says what
+    (rejected,) = late["transitions"]
+    assert (rejected["outcome"], rejected["reason"]) == ("rejected", "from_terminal")
+    assert rejected["detail"] == "rejected: from_terminal"
+    assert late["outbox"] == []
+
+
+async def _claimed(store: Store, *event_ids: str) -> dict[str, tuple[str, str, str]]:
+    """Deliveries of ``video.ready`` with one ``video`` job each, claimed:
+    ``{event_id: (delivery_id, job_id, lease_token)}``."""
+    ids = {
+        await add_delivery(store, e, actions=("video",), event_type="video.ready"): e
+        for e in event_ids
+    }
+    claimed = await store.claim_due_jobs("test-worker", 100, 30)
+    return {ids[c.delivery_id]: (c.delivery_id, c.id, c.lease_token) for c in claimed}
+
+
+async def test_reconcile_finds_each_resource_situation(store: Store, db_url: str) -> None:
+    config = make_config(db_url, outbox={"unsent_after_seconds": 0.001})
+    clean = await ops.reconcile(store, config)
+    assert {
+        f.check: f.count for f in clean.findings if f.check in RESOURCE_CHECKS
+    } == dict.fromkeys(RESOURCE_CHECKS, 0)
+
+    # Moved to a terminal state by hand, not by a delivery.
+    by_hand = await store.create_resource(
+        new_resource_id(), "video", tenant="acme", owner="u", state="ready"
+    )
+    quiet = await store.create_resource(
+        new_resource_id(), "video", tenant="acme", owner="u", state="submitted", provider_ref="p-q"
+    )
+    loud = await store.create_resource(
+        new_resource_id(), "video", tenant="acme", owner="u", state="submitted", provider_ref="p-l"
+    )
+    jobs = await _claimed(store, "evt_quiet", "evt_loud", "evt_early")
+    runs = (
+        # Applied by a machine that notified nobody: the config's machine wants a row.
+        ("evt_quiet", "p-q", dataclasses.replace(VIDEO, notify={}), ParkPolicy()),
+        # Applied with its outbox row, which no relay sends (none runs here).
+        ("evt_loud", "p-l", VIDEO, ParkPolicy()),
+        # A reference nobody attached: parked, and no worker re-checks it at the deadline.
+        ("evt_early", "p-nobody", VIDEO, ParkPolicy(park_seconds=0.01)),
+    )
+    for event_id, ref, machine, park in runs:
+        delivery_id, job_id, token = jobs[event_id]
+        event = ResourceEvent(
+            kind="video",
+            provider_ref=ref,
+            target="ready",
+            tenant=None,
+            owner=None,
+            event_type="video.ready",
+            event_time=None,
+            delivery_id=delivery_id,
+            job_id=job_id,
+        )
+        await store.apply_resource_event(job_id, token, "test", event, machine, park)
+    await asyncio.sleep(0.1)
+
+    report = await ops.reconcile(store, config)
+    found = {f.check: f for f in report.findings}
+    assert {name: found[name].count for name in RESOURCE_CHECKS} == dict.fromkeys(
+        RESOURCE_CHECKS, 1
+    )
+    assert found["terminal_without_delivery"].items == [{"ref": by_hand.id, "detail": "ready"}]
+    assert found["transition_without_outbox"].items == [{"ref": quiet.id, "detail": "ready"}]
+    assert found["outbox_unsent"].items == [{"ref": f"video-ready:{loud.id}", "detail": "pending"}]
+    assert found["parked_past_deadline"].items == [{"ref": jobs["evt_early"][1], "detail": ""}]
+    assert not report.clean
