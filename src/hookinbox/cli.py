@@ -229,16 +229,27 @@ def send(
         tamper=tamper,
         scheme=scheme,
     )
-    for answer in run(send_deliveries(config, options)):
+    answers = run(send_deliveries(config, options))
+    for answer in answers:
         if as_json:
             click.echo(json.dumps(answer))
         else:
-            detail = answer.get("status") or answer.get("error") or ""
+            challenge = "challenge" if "challenge" in answer else ""
+            detail = answer.get("status") or answer.get("error") or challenge
             extra = " conflict" if answer.get("conflict") else ""
             click.echo(
                 f"#{answer['n']:<3} {answer['http_status']} {detail}{extra} "
                 f"{answer.get('delivery_id') or ''}".rstrip()
             )
+    unreached = [a for a in answers if a["http_status"] == 0]
+    if unreached:
+        first = unreached[0]
+        fail(
+            f"connection_failed: {len(unreached)} of {len(answers)} deliveries could not reach "
+            f"{first['url']} ({first['error'].removeprefix('connection failed: ')}); "
+            "is `hookinbox serve` running there (--url, or server.host/port in the config)?",
+            1,
+        )
 
 
 # -- the journal --------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import time
 import uuid
@@ -11,8 +12,10 @@ from typing import Any
 
 import httpx
 
-from hookinbox.config import Config
+from hookinbox.config import Config, Source
 from hookinbox.errors import ConfigError, UnknownSource
+from hookinbox.verify.base import MISSING, resolve_pointer
+from hookinbox.verify.options import FingerprintPolicy, HmacOptions
 from hookinbox.verify.registry import build_signer
 
 
@@ -29,11 +32,80 @@ class SendOptions:
     scheme: str | None = None
 
 
-def event_body(event_id: str, event_type: str, data: dict[str, Any], created: int) -> bytes:
-    """An OpenAI-style event envelope."""
-    return json.dumps(
-        {"object": "event", "id": event_id, "type": event_type, "created_at": created, "data": data}
-    ).encode()
+def event_body(event_id: str, event_type: str, data: dict[str, Any]) -> bytes:
+    """An OpenAI-style (Standard Webhooks) event envelope."""
+    return _dumps({"object": "event", "id": event_id, "type": event_type, "data": data})
+
+
+def stripe_body(event_id: str, event_type: str, data: dict[str, Any]) -> bytes:
+    """A Stripe Event object: the id and type at the top, the resource in data.object."""
+    return _dumps({"id": event_id, "object": "event", "type": event_type, "data": {"object": data}})
+
+
+def slack_body(event_id: str, event_type: str, data: dict[str, Any]) -> bytes:
+    """A Slack Events API envelope; ``--type url_verification`` sends the challenge request
+    Slack sends when a Request URL is saved (the challenge is the id)."""
+    if event_type == "url_verification":
+        return _dumps({"type": "url_verification", "challenge": event_id})
+    event = {**data, "type": event_type}
+    return _dumps({"type": "event_callback", "event_id": event_id, "event": event})
+
+
+def hmac_body(
+    options: HmacOptions,
+    fingerprint: FingerprintPolicy | None,
+    event_id: str,
+    event_type: str,
+    data: dict[str, Any],
+) -> bytes:
+    """``--data`` with the id and the type written where the source reads them.
+
+    ``--id`` goes to ``id_pointer`` and ``--type`` to ``type_pointer`` (unless headers carry
+    them: the signer sets those). A fingerprint field that ``--data`` does not fill gets
+    the type when it is the type's pointer, else the id, so one id gives one fingerprint.
+    """
+    body = copy.deepcopy(data)
+    if options.id_header is None and options.id_pointer is not None:
+        _set_pointer(body, options.id_pointer, event_id)
+    if options.type_header is None and options.type_pointer is not None:
+        _set_pointer(body, options.type_pointer, event_type)
+    for pointer in fingerprint.fields if fingerprint is not None else ():
+        if resolve_pointer(body, pointer) is MISSING:
+            _set_pointer(body, pointer, event_type if pointer == options.type_pointer else event_id)
+    return _dumps(body)
+
+
+def delivery_body(source: Source, event_id: str, event_type: str, data: dict[str, Any]) -> bytes:
+    """The body the source's provider would send for this event. It depends only on the
+    id, the type and the data -- no clock -- so a repeat of an id is the same bytes, as a
+    provider's retry is (the signed timestamp, in the headers, may change)."""
+    scheme = source.scheme
+    if scheme == "sdk" and source.sdk is not None and source.sdk.provider == "stripe":
+        scheme = "stripe"
+    if scheme == "stripe":
+        return stripe_body(event_id, event_type, data)
+    if scheme == "slack":
+        return slack_body(event_id, event_type, data)
+    if scheme in ("github", "shopify"):
+        return _dumps(data)  # the id and the type travel in headers (see their signers)
+    if scheme == "hmac" and source.hmac is not None:
+        return hmac_body(source.hmac, source.fingerprint, event_id, event_type, data)
+    return event_body(event_id, event_type, data)
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value).encode()
+
+
+def _set_pointer(body: dict[str, Any], pointer: str, value: str) -> None:
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+    node = body
+    for token in tokens[:-1]:
+        child = node.setdefault(token, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"--data: {pointer} passes through a value that is not an object")
+        node = child
+    node[tokens[-1]] = value
 
 
 async def send_deliveries(config: Config, options: SendOptions) -> list[dict[str, Any]]:
@@ -56,8 +128,10 @@ async def send_deliveries(config: Config, options: SendOptions) -> list[dict[str
     url = f"{base.rstrip('/')}/webhooks/{name}"
     event_id = options.event_id or f"evt_{uuid.uuid4().hex}"
     now = int(time.time())
-    body = event_body(event_id, options.event_type, options.data or {}, now)
+    body = delivery_body(source, event_id, options.event_type, options.data or {})
     headers = signer.sign(body, event_id=event_id, event_type=options.event_type, timestamp=now)
+    for header in source.fingerprint.headers if source.fingerprint is not None else ():
+        headers.setdefault(header, event_id)
     headers["content-type"] = "application/json"
     if options.tamper:
         body = body.replace(b'"data": {', b'"data": {"tampered": true, ', 1)
@@ -71,7 +145,7 @@ async def send_deliveries(config: Config, options: SendOptions) -> list[dict[str
                 response = await client.post(url, content=body, headers=headers)
             except httpx.HTTPError as exc:
                 failure = f"connection failed: {type(exc).__name__}"
-                return {"n": n, "http_status": 0, "error": failure}
+                return {"n": n, "http_status": 0, "error": failure, "url": url}
             try:
                 answer = response.json()
             except ValueError:
@@ -83,4 +157,12 @@ async def send_deliveries(config: Config, options: SendOptions) -> list[dict[str
         return [await one(n + 1) for n in range(options.repeat)]
 
 
-__all__ = ["SendOptions", "event_body", "send_deliveries"]
+__all__ = [
+    "SendOptions",
+    "delivery_body",
+    "event_body",
+    "hmac_body",
+    "send_deliveries",
+    "slack_body",
+    "stripe_body",
+]

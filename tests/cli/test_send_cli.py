@@ -1,0 +1,134 @@
+"""``hookinbox send`` against a real ``hookinbox serve`` running the quickstart config (one
+source of each scheme), on both stores: every source accepts what ``send`` builds for it, a
+repeat of an id is the same bytes (a duplicate, never a conflict), other data under the
+same id is a conflict, and an unreachable server is a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.processes import REPO, HookinboxProcess, free_port, hookinbox_env
+
+QUICKSTART = REPO / "examples" / "quickstart.toml"
+#: The demo secrets `make run` exports for the quickstart (see the Makefile).
+DEMO_SECRETS = {
+    "QUICKSTART_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    "STRIPE_WEBHOOK_SECRET": "whsec_quickstart_stripe_demo",
+    "GITHUB_WEBHOOK_SECRET": "quickstart-github-demo",
+    "SHOPIFY_CLIENT_SECRET": "quickstart-shopify-demo",
+    "SLACK_SIGNING_SECRET": "quickstart-slack-demo",
+    "VIDEO_WEBHOOK_SECRET": "quickstart-video-demo",
+}
+#: An event type each provider really sends.
+TYPES = {
+    "openai": "response.completed",
+    "stripe": "invoice.paid",
+    "github": "push",
+    "shopify": "orders/create",
+    "slack": "app_mention",
+    "video": "completed",
+    "openai-sdk": "response.completed",
+}
+
+
+def quickstart_sources() -> list[str]:
+    return list(tomllib.loads(QUICKSTART.read_text())["sources"])
+
+
+def quickstart_config(tmp_path: Path, db_url: str, port: int) -> Path:
+    """examples/quickstart.toml as it is, on the test's database and port."""
+    text, found = re.subn(
+        r"^database = .*$", f"database = {json.dumps(db_url)}", QUICKSTART.read_text(), flags=re.M
+    )
+    text, bound = re.subn(r"^port = \d+$", f"port = {port}", text, flags=re.M)
+    assert (found, bound) == (1, 1)
+    path = tmp_path / "quickstart.toml"
+    path.write_text(text)
+    return path
+
+
+def hookinbox(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hookinbox.cli", *args, "--config", str(config)],
+        env=hookinbox_env(DEMO_SECRETS),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def send(config: Path, source: str, *args: str) -> dict[str, Any]:
+    done = hookinbox(config, "send", "--source", source, "--json", *args)
+    assert done.returncode == 0, (source, done.stdout, done.stderr)
+    (answer,) = [json.loads(line) for line in done.stdout.splitlines()]
+    return dict(answer)
+
+
+def test_every_scheme_of_the_quickstart_has_a_type() -> None:
+    assert set(quickstart_sources()) == set(TYPES)
+
+
+@pytest.mark.slow
+def test_send_is_accepted_by_every_quickstart_source_and_a_repeat_is_a_duplicate(
+    db_url: str, tmp_path: Path
+) -> None:
+    port = free_port()
+    config = quickstart_config(tmp_path, db_url, port)
+    server = HookinboxProcess(
+        ["serve", "--config", str(config)], hookinbox_env(DEMO_SECRETS), tmp_path / "serve.log"
+    ).start()
+    try:
+        server.wait_healthy(f"http://127.0.0.1:{port}")
+
+        def one_source(source: str) -> list[dict[str, Any]]:
+            args = ("--id", f"evt_send_{source}", "--type", TYPES[source])
+            first = send(config, source, *args, "--data", '{"n": 1}')
+            # A separate invocation, seconds later: the same bytes, as a provider's retry.
+            again = send(config, source, *args, "--data", '{"n": 1}')
+            changed = send(config, source, *args, "--data", '{"n": 2}')
+            return [first, again, changed]
+
+        with ThreadPoolExecutor(max_workers=len(TYPES)) as pool:
+            answers = dict(zip(TYPES, pool.map(one_source, TYPES), strict=True))
+        for source, (first, again, changed) in answers.items():
+            assert (first["http_status"], first["status"]) == (200, "accepted"), (source, first)
+            assert (again["status"], again.get("conflict")) == ("duplicate", None), (source, again)
+            assert again["delivery_id"] == first["delivery_id"]
+            assert (changed["status"], changed.get("conflict")) == ("duplicate", True), source
+
+        # Slack's url_verification: answered with the challenge, nothing journaled.
+        challenge = send(config, "slack", "--type", "url_verification", "--id", "chal_1")
+        assert challenge == {"n": 1, "http_status": 200, "challenge": "chal_1"}
+
+        listed = hookinbox(config, "deliveries", "list", "--json")
+        assert listed.returncode == 0, listed.stderr
+        journal = {(d["source"], d["type"], d["delivery_count"]) for d in json.loads(listed.stdout)}
+        assert journal == {(source, TYPES[source], 3) for source in TYPES}
+        by_id = {d["source"]: d["event_id"] for d in json.loads(listed.stdout)}
+        assert by_id["stripe"] == "evt_send_stripe" and by_id["github"] == "evt_send_github"
+        assert by_id["video"].startswith("fp:")  # no id from the provider: a fingerprint
+    finally:
+        server.stop()
+
+
+def test_send_to_a_server_that_is_not_there_exits_non_zero_naming_the_url(
+    tmp_path: Path,
+) -> None:
+    config = quickstart_config(tmp_path, f"sqlite:///{tmp_path}/x.db", free_port())
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    done = hookinbox(config, "send", "--source", "stripe", "--url", url, "--repeat", "2")
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[0].startswith("#1   0 connection failed")
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("hookinbox: connection_failed: 2 of 2 deliveries could not reach")
+    assert f"{url}/webhooks/stripe" in line and "ConnectError" in line
