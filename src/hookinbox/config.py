@@ -185,6 +185,8 @@ class Worker(_Frozen):
     backoff_max_seconds: float = Field(default=300.0, gt=0, le=86400)
     lease_seconds: float = Field(default=30.0, ge=1, le=86400)
     poll_interval_seconds: float = Field(default=1.0, gt=0, le=60)
+    #: An action running longer is abandoned as a failed attempt (``job_timeout``).
+    job_timeout_seconds: float = Field(default=600.0, gt=0, le=7 * 86400)
 
     @model_validator(mode="after")
     def _backoff_order(self) -> Worker:

@@ -4,24 +4,29 @@ A handler wraps every external call in ``ctx.effect(key, do, find)``. The ledger
 ``key`` moves ``started -> recorded``:
 
 - recorded: the effect exists; its result is returned and nothing is called;
-- started but never recorded: a worker died between the external call and the record,
-  so the effect may exist. ``find(key)`` asks the external system; what it finds is
-  recorded. Only when it finds nothing (or there is no ``find``) is ``do`` called again;
+- started by another job that still holds a live lease: that job is making the effect
+  now; this job is deferred (``effect_in_progress``, no attempt spent) and comes back;
+- started but never recorded, and nobody holds it: a worker died between the external
+  call and the record, so the effect may exist. ``find(key)`` asks the external system;
+  what it finds is recorded. Only when it finds nothing (or there is no ``find``) is
+  ``do`` called again;
 - unknown: the row is started, then ``do(key)`` runs and its result is recorded.
 
 ``do`` receives the key so it can pass it on as the external API's own idempotency key,
 which closes the last gap (a crash after the call, with no ``find``). Results are small
-JSON (an id, a status); the ledger never holds a payload.
+JSON (an id, a status; at most ``MAX_RESULT_BYTES``); the ledger never holds a payload.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hookinbox.errors import HookinboxError
 from hookinbox.logs import get_logger
 from hookinbox.store.base import Store
 
@@ -40,6 +45,31 @@ async def _call(fn: EffectFn, key: str) -> Any:
 async def _call_in_thread(fn: EffectFn, key: str) -> Any:
     """For sync handlers: their ``do``/``find`` may block, so never on the event loop."""
     return await asyncio.to_thread(fn, key)
+
+
+#: The ledger keeps ids and statuses, not documents: a bigger result is not recorded.
+MAX_RESULT_BYTES = 16_384
+
+
+class EffectInProgress(HookinboxError):
+    """Another job holds this effect's key and is making it now; retried later."""
+
+    code = "effect_in_progress"
+
+
+def _checked_result(result: Any) -> Any:
+    """The effect already happened, so its key must be recorded whatever ``do`` returned:
+    a result that is not small JSON is recorded as a note saying so (and logged by code),
+    never dropped, so a retry cannot make the effect again."""
+    try:
+        size = len(json.dumps(result))
+    except (TypeError, ValueError):
+        log.warning("effect_result_not_json")
+        return {"unrecorded": "not_json"}
+    if size > MAX_RESULT_BYTES:
+        log.warning("effect_result_too_large", size=size)
+        return {"unrecorded": "too_large"}
+    return result
 
 
 def business_id_of(result: Any) -> str | None:
@@ -80,23 +110,26 @@ class JobContext:
 
     async def effect(self, key: str, do: EffectFn, find: EffectFn | None = None) -> Any:
         """Make the effect under ``key`` once; return its (recorded) result."""
-        record = await self.store.get_effect(key)
-        if record is not None and record.state == "recorded":
+        start = await self.store.start_effect(key, self.job_id)
+        if start.record.state == "recorded":
             log.info("effect_skipped", job_id=self.job_id, key_recorded=True)
-            return self._note(key, record.result)
-        if record is None:
-            record = await self.store.start_effect(key, self.job_id)
-            if record.state == "recorded":
-                return self._note(key, record.result)
+            return self._note(key, start.record.result)
+        if start.held_by_live_job:
+            # Another job sharing this business key is making the effect right now:
+            # come back after its lease, when it is either recorded or abandoned.
+            raise EffectInProgress()
+        if start.created:
             result = await self.invoke(do, key)
         else:
+            # Started but never recorded, and nobody holds it: a worker died between the
+            # external call and the record. Ask the external system before calling again.
             found = await self.invoke(find, key) if find is not None else None
             if found is not None:
                 log.info("effect_found", job_id=self.job_id)
-                record = await self.store.record_effect(key, found)
+                record = await self.store.record_effect(key, _checked_result(found))
                 return self._note(key, record.result)
             result = await self.invoke(do, key)
-        record = await self.store.record_effect(key, result)
+        record = await self.store.record_effect(key, _checked_result(result))
         log.info("effect_recorded", job_id=self.job_id)
         return self._note(key, record.result)
 

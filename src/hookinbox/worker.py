@@ -22,7 +22,7 @@ import httpx
 
 from hookinbox.actions import Action, Event, build_actions
 from hookinbox.config import Config, Worker
-from hookinbox.effects import JobContext, JobSettled
+from hookinbox.effects import EffectInProgress, JobContext, JobSettled
 from hookinbox.errors import HookinboxError, MalformedJson
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
@@ -93,7 +93,8 @@ class WorkerPool:
                 await self._idle(stop)
         finally:
             if self._running:
-                await asyncio.wait(self._running)
+                # Bounded: a job still running after its lease is taken over anyway.
+                await asyncio.wait(self._running, timeout=self._settings.lease_seconds)
             await self._client.aclose()
             log.info("worker_stopped", worker=self.name)
 
@@ -140,9 +141,17 @@ class WorkerPool:
         self.metrics.job_started(job.source, job.action)
         heartbeat = asyncio.create_task(self._renew(job))
         try:
-            business_id = await self._execute(job)
+            business_id = await asyncio.wait_for(
+                self._execute(job), self._settings.job_timeout_seconds
+            )
         except _Unrunnable as exc:
             await self._settle_failure(job, exc.code, fields, final=True)
+        except EffectInProgress as exc:
+            await self._defer(job, exc.code, fields)
+        except TimeoutError:
+            # A hung action would otherwise renew its lease forever. (A sync handler's
+            # thread cannot be stopped; the effects ledger keeps its effect single.)
+            await self._settle_failure(job, "job_timeout", fields, final=False)
         except Exception as exc:
             await self._settle_failure(job, error_code_of(exc), fields, final=False)
         else:
@@ -209,6 +218,16 @@ class WorkerPool:
             return ctx.settled if ctx.settled is not None else result
         finally:
             self.metrics.job_ran(job.source, job.action, time.monotonic() - ran)
+
+    async def _defer(self, job: ClaimedJob, code: str, fields: dict[str, object]) -> None:
+        """Wait for another job without spending an attempt: at most a lease, since by
+        then its effect is recorded or its worker is gone."""
+        delay = min(self._settings.lease_seconds, backoff_seconds(job.attempts, self._settings))
+        try:
+            await self._store.defer_job(job.id, job.lease_token, code, delay)
+            log.info("job_deferred", **fields, reason=code, retry_in_s=round(delay, 3))
+        except HookinboxError as exc:
+            log.error("job_settle_failed", **fields, error=code, store_error=exc.code)
 
     async def _settle_failure(
         self, job: ClaimedJob, code: str, fields: dict[str, object], *, final: bool

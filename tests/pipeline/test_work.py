@@ -97,3 +97,90 @@ async def test_a_sync_handler_uses_the_ledger_and_its_result_becomes_the_busines
     assert found is not None and effect is not None
     assert found.jobs[0].business_id == "sync-sync:evt_sync"
     assert effect.state == "recorded"
+
+
+async def test_two_jobs_sharing_a_business_key_make_the_effect_once(
+    db_url: str, client: httpx.AsyncClient
+) -> None:
+    config = make_config(
+        db_url,
+        routes=[
+            {"events": ["*"], "action": "analyze", "handler": "tests.support.handlers:analyze_call"}
+        ],
+    )
+    async with running_inbox(config) as inbox:
+        answers = await asyncio.gather(
+            *(
+                client.post(inbox.url(), content=body, headers=headers)
+                for body, headers in (
+                    delivery("evt_call_a", "call.ended", call_id="c-1"),
+                    delivery("evt_call_b", "call.transcribed", call_id="c-1"),
+                )
+            )
+        )
+        assert [a.json()["status"] for a in answers] == ["accepted", "accepted"]
+
+        async def both_done() -> bool:
+            return {"evt_call_a", "evt_call_b"} <= handlers.FINISHED
+
+        await wait_for(both_done, 20, "both jobs to finish")
+        views = [await inbox.store.get_delivery(e) for e in ("evt_call_a", "evt_call_b")]
+        jobs = [v.jobs[0] for v in views if v is not None]
+        waited = max(jobs, key=lambda job: job.attempts)
+        history = await inbox.store.list_attempts(waited.id)
+    assert handlers.CALLS["analysis:call-analysis:c-1:v2"] == 1
+    assert [job.state for job in jobs] == ["completed", "completed"]
+    assert {job.business_id for job in jobs} == {"analysis-c-1"}
+    # The job that found the key held by a live job waited without spending attempts
+    # (max_attempts is 3 here), then found the effect recorded.
+    assert [a.outcome for a in history][-1] == "completed"
+    assert {a.outcome for a in history[:-1]} == {"deferred"}
+    assert {a.error_code for a in history[:-1]} == {"effect_in_progress"}
+    assert waited.max_attempts == 3 + len(history) - 1
+
+
+async def test_a_hung_handler_is_abandoned_at_the_job_timeout_and_dead_lettered(
+    db_url: str, client: httpx.AsyncClient
+) -> None:
+    config = make_config(
+        db_url,
+        routes=[{"events": ["*"], "action": "hang", "handler": "tests.support.handlers:hangs"}],
+        worker={"max_attempts": 2, "job_timeout_seconds": 0.5},
+    )
+    body, headers = delivery("evt_hangs")
+    async with running_inbox(config) as inbox:
+        await client.post(inbox.url(), content=body, headers=headers)
+
+        async def failed() -> bool:
+            found = await inbox.store.get_delivery("evt_hangs")
+            return found is not None and found.status == "failed"
+
+        await wait_for(failed, 15, "the hung job to be dead-lettered")
+        found = await inbox.store.get_delivery("evt_hangs")
+    assert found is not None
+    assert (found.jobs[0].attempts, found.jobs[0].last_error) == (2, "job_timeout")
+    assert handlers.CALLS["evt_hangs"] == 2
+
+
+async def test_an_effect_result_that_is_not_json_is_still_recorded_so_it_is_made_once(
+    db_url: str, client: httpx.AsyncClient
+) -> None:
+    config = make_config(
+        db_url,
+        routes=[
+            {"events": ["*"], "action": "odd", "handler": "tests.support.handlers:returns_no_json"}
+        ],
+    )
+    body, headers = delivery("evt_odd")
+    async with running_inbox(config) as inbox:
+        await client.post(inbox.url(), content=body, headers=headers)
+
+        async def done() -> bool:
+            found = await inbox.store.get_delivery("evt_odd")
+            return found is not None and found.status == "completed"
+
+        await wait_for(done, 10, "the job to complete")
+        effect = await inbox.store.get_effect("odd:evt_odd")
+    assert effect is not None
+    assert (effect.state, effect.result) == ("recorded", {"unrecorded": "not_json"})
+    assert handlers.CALLS["made:odd:evt_odd"] == 1

@@ -139,9 +139,11 @@ async def test_a_lease_expiring_on_the_last_attempt_is_a_dead_letter(store: Stor
 
 
 async def test_the_first_recorded_effect_wins(store: Store) -> None:
-    started = await store.start_effect("k", "job-1")
-    assert started.state == "started"
-    assert (await store.start_effect("k", "job-2")).job_id == "job-1"
+    first = await store.start_effect("k", "job-1")
+    assert (first.record.state, first.created, first.held_by_live_job) == ("started", True, False)
+    second = await store.start_effect("k", "job-2")
+    assert (second.record.job_id, second.created) == ("job-1", False)
+    assert not second.held_by_live_job  # no job job-1 holds a lease
     recorded = await store.record_effect("k", {"id": "x-1"})
     assert (recorded.state, recorded.result) == ("recorded", {"id": "x-1"})
     again = await store.record_effect("k", {"id": "x-2"})

@@ -86,3 +86,29 @@ async def crm_task_via_external(event: Event, ctx: JobContext) -> None:
     loop = asyncio.get_running_loop()
     await ctx.effect(f"crm-task:{event.event_id}:create", create, find)
     await loop.run_in_executor(None, _pause_if, "after_record")
+
+
+async def analyze_call(event: Event, ctx: JobContext) -> None:
+    """Two events about one call share one business key: call id + analyzer version."""
+
+    async def analyze(key: str) -> dict[str, Any]:
+        CALLS["analysis:" + key] += 1
+        await asyncio.sleep(1.0)  # the other job's attempt arrives meanwhile
+        return {"id": f"analysis-{event.payload['data']['call_id']}"}
+
+    await ctx.effect(f"call-analysis:{event.payload['data']['call_id']}:v2", analyze)
+    FINISHED.add(event.event_id)
+
+
+async def hangs(event: Event, ctx: JobContext) -> None:
+    CALLS[event.event_id] += 1
+    await asyncio.sleep(3600)
+
+
+async def returns_no_json(event: Event, ctx: JobContext) -> None:
+    def make(key: str) -> object:
+        CALLS["made:" + key] += 1
+        return {1, 2, 3}  # a set: the effect happened, but this is no JSON
+
+    await ctx.effect(f"odd:{event.event_id}", make)
+    await ctx.effect(f"odd:{event.event_id}", make)  # recorded: not made again

@@ -107,6 +107,18 @@ class EffectRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class EffectStart:
+    """The answer of ``start_effect``."""
+
+    record: EffectRecord
+    #: This call wrote the ``started`` row: nobody made the effect before.
+    created: bool
+    #: The row was started by another job that still holds a live lease: its effect may
+    #: be under way right now, so this job must not look it up or make it again yet.
+    held_by_live_job: bool
+
+
+@dataclass(frozen=True, slots=True)
 class JobView:
     id: str
     action: str
@@ -261,9 +273,12 @@ class Store(abc.ABC):
         error_code: str | None = None,
         business_id: str | None = None,
         delay_seconds: float = 0.0,
+        refund_attempt: bool = False,
     ) -> bool:
         """End the job's current attempt with ``outcome`` and move the job to ``state``,
-        only while ``lease_token`` still holds its lease; False when the lease was lost."""
+        only while ``lease_token`` still holds its lease; False when the lease was lost.
+        ``refund_attempt`` gives the attempt back (one more allowed): the job waited on
+        something outside itself and did not fail."""
 
     async def complete_job(self, job_id: str, lease_token: str, business_id: str | None) -> bool:
         """Mark completed if the lease is still ours; False when it was lost."""
@@ -282,6 +297,21 @@ class Store(abc.ABC):
             outcome="retry",
             error_code=error_code,
             delay_seconds=delay_seconds,
+        )
+
+    async def defer_job(
+        self, job_id: str, lease_token: str, reason: str, delay_seconds: float
+    ) -> bool:
+        """Back to accepted after ``delay_seconds`` without spending an attempt: the job
+        waits for something outside itself (another job holding its effect's key)."""
+        return await self._finish(
+            job_id,
+            lease_token,
+            state="accepted",
+            outcome="deferred",
+            error_code=reason,
+            delay_seconds=delay_seconds,
+            refund_attempt=True,
         )
 
     async def fail_job(self, job_id: str, lease_token: str, error_code: str) -> bool:
@@ -304,9 +334,9 @@ class Store(abc.ABC):
     async def get_effect(self, key: str) -> EffectRecord | None: ...
 
     @abc.abstractmethod
-    async def start_effect(self, key: str, job_id: str) -> EffectRecord:
-        """Record that an effect under ``key`` is about to be made, unless already known;
-        return the record as it now stands."""
+    async def start_effect(self, key: str, job_id: str) -> EffectStart:
+        """Record that ``job_id`` is about to make the effect under ``key``, unless the key
+        is already known; say how the record stands now and who holds it."""
 
     @abc.abstractmethod
     async def record_effect(self, key: str, result: Any) -> EffectRecord:

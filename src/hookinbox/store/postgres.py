@@ -25,6 +25,7 @@ from hookinbox.store.base import (
     DeliveryStatus,
     DeliveryView,
     EffectRecord,
+    EffectStart,
     JobState,
     JobView,
     NewDelivery,
@@ -124,6 +125,7 @@ WITH done AS (
     SET state = $3, last_error = coalesce($4, last_error),
         business_id = coalesce($5, business_id),
         next_attempt_at = now() + make_interval(secs => $6),
+        max_attempts = max_attempts + $8::int,
         completed_at = CASE WHEN $3 = 'completed' THEN now() ELSE completed_at END,
         failed_at = CASE WHEN $3 = 'failed' THEN now() ELSE failed_at END,
         lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = now()
@@ -192,6 +194,11 @@ LIMIT $4
 _START_EFFECT = """
 INSERT INTO effects (key, job_id, state) VALUES ($1, $2, 'started')
 ON CONFLICT (key) DO NOTHING
+"""
+
+_JOB_IS_LIVE = """
+SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND state = 'processing'
+               AND lease_expires_at > now())
 """
 
 _RECORD_EFFECT = """
@@ -388,6 +395,7 @@ class PostgresStore(PostgresOperatorsMixin, PostgresMetricsMixin, PostgresResour
         error_code: str | None = None,
         business_id: str | None = None,
         delay_seconds: float = 0.0,
+        refund_attempt: bool = False,
     ) -> bool:
         async with self._conn() as conn:
             count = await conn.fetchval(
@@ -399,6 +407,7 @@ class PostgresStore(PostgresOperatorsMixin, PostgresMetricsMixin, PostgresResour
                 business_id,
                 float(delay_seconds),
                 outcome,
+                int(refund_attempt),
             )
         return bool(count)
 
@@ -432,11 +441,15 @@ class PostgresStore(PostgresOperatorsMixin, PostgresMetricsMixin, PostgresResour
             row = await conn.fetchrow(_GET_EFFECT, key)
         return _effect(row) if row else None
 
-    async def start_effect(self, key: str, job_id: str) -> EffectRecord:
+    async def start_effect(self, key: str, job_id: str) -> EffectStart:
         async with self._conn() as conn:
-            await conn.execute(_START_EFFECT, key, job_id)
-            row = await conn.fetchrow(_GET_EFFECT, key)
-        return _effect(row)
+            status = await conn.execute(_START_EFFECT, key, job_id)
+            record = _effect(await conn.fetchrow(_GET_EFFECT, key))
+            created = status.endswith(" 1")
+            live = False
+            if not created and record.state == "started" and record.job_id != job_id:
+                live = bool(await conn.fetchval(_JOB_IS_LIVE, record.job_id))
+        return EffectStart(record, created, live)
 
     async def record_effect(self, key: str, result: Any) -> EffectRecord:
         async with self._conn() as conn:

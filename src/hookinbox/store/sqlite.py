@@ -31,6 +31,7 @@ from hookinbox.store.base import (
     DeliveryStatus,
     DeliveryView,
     EffectRecord,
+    EffectStart,
     JobState,
     JobView,
     NewDelivery,
@@ -67,6 +68,7 @@ UPDATE jobs
 SET state = :state, last_error = coalesce(:error, last_error),
     business_id = coalesce(:business_id, business_id),
     next_attempt_at = {NOW} + :delay,
+    max_attempts = max_attempts + :refund,
     completed_at = CASE WHEN :state = 'completed' THEN {NOW} ELSE completed_at END,
     failed_at = CASE WHEN :state = 'failed' THEN {NOW} ELSE failed_at END,
     lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = {NOW}
@@ -320,6 +322,7 @@ class SQLiteStore(SQLiteOperatorsMixin, SQLiteMetricsMixin, SQLiteResourcesMixin
         error_code: str | None = None,
         business_id: str | None = None,
         delay_seconds: float = 0.0,
+        refund_attempt: bool = False,
     ) -> bool:
         def run(conn: sqlite3.Connection) -> bool:
             conn.execute("BEGIN IMMEDIATE")
@@ -332,6 +335,7 @@ class SQLiteStore(SQLiteOperatorsMixin, SQLiteMetricsMixin, SQLiteResourcesMixin
                     "error": error_code,
                     "business_id": business_id,
                     "delay": delay_seconds,
+                    "refund": int(refund_attempt),
                 },
             )
             ours = cur.rowcount == 1
@@ -378,14 +382,28 @@ class SQLiteStore(SQLiteOperatorsMixin, SQLiteMetricsMixin, SQLiteResourcesMixin
 
         return await self._db.run(run)
 
-    async def start_effect(self, key: str, job_id: str) -> EffectRecord:
-        def run(conn: sqlite3.Connection) -> EffectRecord:
-            conn.execute(
-                "INSERT INTO effects (key, job_id, state, created_at)"
-                f" VALUES (?, ?, 'started', {NOW}) ON CONFLICT (key) DO NOTHING",
-                (key, job_id),
+    async def start_effect(self, key: str, job_id: str) -> EffectStart:
+        def run(conn: sqlite3.Connection) -> EffectStart:
+            created = (
+                conn.execute(
+                    "INSERT INTO effects (key, job_id, state, created_at)"
+                    f" VALUES (?, ?, 'started', {NOW}) ON CONFLICT (key) DO NOTHING",
+                    (key, job_id),
+                ).rowcount
+                == 1
             )
-            return _effect(conn.execute("SELECT * FROM effects WHERE key = ?", (key,)).fetchone())
+            record = _effect(conn.execute("SELECT * FROM effects WHERE key = ?", (key,)).fetchone())
+            live = False
+            if not created and record.state == "started" and record.job_id != job_id:
+                live = (
+                    conn.execute(
+                        "SELECT 1 FROM jobs WHERE id = ? AND state = 'processing'"
+                        f" AND lease_expires_at > {NOW}",
+                        (record.job_id,),
+                    ).fetchone()
+                    is not None
+                )
+            return EffectStart(record, created, live)
 
         return await self._db.run(run)
 
