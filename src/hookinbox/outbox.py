@@ -6,7 +6,10 @@ workers lease jobs), sends each one, and marks it ``sent``; a failure goes back 
 ``pending`` with exponential backoff and jitter, and after ``max_attempts`` the row is a
 dead letter (``failed``) that ``hookinbox outbox retry KEY`` sends again.
 
-A relay killed between sending and marking leaves a lease that expires; the row is sent
+While a row is being sent its lease is renewed (every third of ``lease_seconds``), and
+every send is bounded by ``timeout_seconds``: a slow receiver never lets the lease lapse
+under a live relay, so a second relay does not send the row at the same time. A relay
+killed between sending and marking stops renewing; its lease expires and the row is sent
 again with the SAME key as ``Idempotency-Key``, so the receiving service (or a Python
 callable, which gets the key) drops the repeat: a repeated delivery from the provider
 never produces a second message, and a crash produces at most a repeat by key.
@@ -16,6 +19,7 @@ Log lines name the key, kind and a short error code; never the body.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 import random
@@ -84,7 +88,10 @@ class ForwardSender:
 
 
 class CallableSender:
-    """A Python function ``fn(message)``, sync (run in a thread) or async."""
+    """A Python function ``fn(message)``, sync (run in a thread) or async. The relay bounds
+    each call by ``timeout_seconds`` (``asyncio.wait_for``); a sync function still running
+    in its thread at the timeout is abandoned, not stopped, so it must itself give up (the
+    row is retried under the same key, which the function dedupes by)."""
 
     def __init__(self, fn: Callable[[OutboxMessage], Any]) -> None:
         self._fn = fn
@@ -186,12 +193,17 @@ class OutboxRelay:
         assert self._sender is not None
         fields = {"key": row.key, "kind": row.kind, "attempt": row.attempts}
         message = OutboxMessage(row.key, row.kind, row.resource_id, row.body, row.attempts)
+        renewing = asyncio.create_task(self._renew(row, fields))
         try:
-            await self._sender.send(message)
+            await asyncio.wait_for(self._sender.send(message), self._settings.timeout_seconds)
         except Exception as exc:
-            code = error_code_of(exc)
+            code = "timeout" if isinstance(exc, TimeoutError) else error_code_of(exc)
             await self._settle_failure(row, code, fields)
             return
+        finally:
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
         try:
             ours = await self._store.finish_outbox(row.key, row.lease_token, "sent")
         except HookinboxError as exc:
@@ -199,6 +211,18 @@ class OutboxRelay:
             log.error("outbox_mark_failed", **fields, store_error=exc.code)
             return
         log.info("outbox_sent" if ours else "outbox_lease_lost", **fields)
+
+    async def _renew(self, row: ClaimedOutbox, fields: dict[str, Any]) -> None:
+        """Keep the row's lease while it is being sent; stop when it is lost."""
+        lease = self._settings.lease_seconds
+        while True:
+            await asyncio.sleep(max(0.2, lease / 3))
+            try:
+                if not await self._store.renew_outbox_lease(row.key, row.lease_token, lease):
+                    log.warning("outbox_lease_lost", **fields)
+                    return
+            except HookinboxError as exc:
+                log.warning("outbox_renew_failed", **fields, store_error=exc.code)
 
     async def _settle_failure(self, row: ClaimedOutbox, code: str, fields: dict[str, Any]) -> None:
         try:

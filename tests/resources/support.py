@@ -3,6 +3,7 @@ a notification service that counts what it receives by Idempotency-Key."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import json
 import threading
@@ -113,3 +114,60 @@ class NotifyService:
     def keys(self) -> collections.Counter[str]:
         """Requests per key (a repeat after a crash shows as 2 here, once in handled)."""
         return collections.Counter(r["key"] for r in self.requests)
+
+
+async def ready_outbox_row(store: Any, ref: str, *, event_id: str | None = None) -> str:
+    """A video resource moved to ``ready`` by a delivery through the store's own methods:
+    its ``video-ready`` outbox row is pending. Returns the row's key."""
+    from hookinbox.machine import VIDEO
+    from hookinbox.resources import new_resource_id
+    from hookinbox.store.resource_types import ParkPolicy, ResourceEvent
+    from tests.support.journal import add_delivery
+
+    resource = await store.create_resource(
+        new_resource_id(), "video", tenant="acme", owner="u", state="submitted", provider_ref=ref
+    )
+    delivery_id = await add_delivery(
+        store, event_id or f"evt_{ref}", actions=("video",), event_type="video.ready"
+    )
+    (job,) = [j for j in await store.claim_due_jobs("test-worker", 100, 30)]
+    assert job.delivery_id == delivery_id
+    event = ResourceEvent(
+        kind="video",
+        provider_ref=ref,
+        target="ready",
+        tenant=None,
+        owner=None,
+        event_type="video.ready",
+        event_time=None,
+        delivery_id=delivery_id,
+        job_id=job.id,
+    )
+    outcome = await store.apply_resource_event(
+        job.id, job.lease_token, "test", event, VIDEO, ParkPolicy()
+    )
+    assert outcome.outbox_keys == (f"video-ready:{resource.id}",)
+    return outcome.outbox_keys[0]
+
+
+# Python-callable outbox senders (``outbox.handler = "tests.resources.support:..."``).
+RECEIVED: list[Any] = []
+
+
+async def record_message(message: Any) -> None:
+    RECEIVED.append(message)
+
+
+def refuse_message(message: Any) -> None:
+    """A sync sender (run in a thread) whose service is down."""
+    raise ConnectionRefusedError("notifier down")
+
+
+async def hang_on_message(message: Any) -> None:
+    await asyncio.sleep(3600)
+
+
+async def slow_message(message: Any) -> None:
+    """Longer than a 1 s lease: the relay must renew it meanwhile."""
+    await asyncio.sleep(1.8)
+    RECEIVED.append(message)
