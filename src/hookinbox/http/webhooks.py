@@ -9,6 +9,7 @@ Request and Response objects for every delivery.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 log = get_logger("hookinbox.http")
 
 _JSON = (b"content-type", b"application/json")
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:\-]{1,64}")
 _RETRY_AFTER = (b"retry-after", str(RETRY_AFTER_SECONDS).encode())
 
 
@@ -76,7 +78,9 @@ class WebhookEndpoint:
         started = time.perf_counter()
         # ASGI servers give header names lower-cased; a repeated header keeps its last value.
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        request_id = headers.get("x-request-id", "")[:64] or secrets.token_hex(8)
+        offered = headers.get("x-request-id", "")
+        # A caller's request id is logged only when it looks like an id, never as free text.
+        request_id = offered if _REQUEST_ID.fullmatch(offered) else secrets.token_hex(8)
         structlog.contextvars.bind_contextvars(request_id=request_id)
         try:
             body = await read_body(receive, headers, receiver.max_body_bytes(source))

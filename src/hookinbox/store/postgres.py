@@ -40,6 +40,9 @@ from hookinbox.store.postgres_resources import PostgresResourcesMixin
 NOTIFY_CHANNEL = "hookinbox_jobs"
 _CONNECT_TIMEOUT = 5.0
 _COMMAND_TIMEOUT = 30.0
+#: A reservation that takes longer is answered 503: providers wait 10-30 s for an answer,
+#: and a retry later beats a timeout now.
+_RESERVE_TIMEOUT = 5.0
 
 _RESERVE = """
 WITH input AS (
@@ -346,6 +349,7 @@ class PostgresStore(PostgresOperatorsMixin, PostgresMetricsMixin, PostgresResour
                 [job.action for job, _ in jobs],
                 [item.max_attempts for _, item in jobs],
                 [i.seen for i in items],
+                timeout=_RESERVE_TIMEOUT,
             )
         return rows
 

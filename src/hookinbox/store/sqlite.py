@@ -47,7 +47,8 @@ from hookinbox.store.sqlite_resources import SQLiteResourcesMixin
 
 T = TypeVar("T")
 
-_BUSY_TIMEOUT_MS = 10_000
+#: How long a write waits for another process's lock before the receiver answers 503.
+_BUSY_TIMEOUT_MS = 5_000
 
 _CLAIM = f"""
 UPDATE jobs
