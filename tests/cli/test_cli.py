@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from hookinbox.store import Store
 from tests.support.configs import write_config
+from tests.support.journal import add_delivery
 from tests.support.processes import REPO, HookinboxProcess, free_port, hookinbox_env
 from tests.support.signing import SECRET, SECRET_ENV
 
@@ -43,10 +45,49 @@ def test_a_bad_config_exits_non_zero_with_one_line_naming_the_key(tmp_path: Path
         assert "whsec_x" not in lines[0]
 
 
-def test_config_comes_from_the_environment_then_the_working_directory(tmp_path: Path) -> None:
+def test_config_comes_from_the_environment_variable(tmp_path: Path) -> None:
     result = hookinbox("deliveries", "list", env={"HOOKINBOX_CONFIG": str(tmp_path / "none.toml")})
     assert result.returncode == 2
     assert "none.toml" in result.stderr
+
+
+async def test_config_falls_back_to_hookinbox_toml_in_the_working_directory(
+    db_url: str, store: Store, tmp_path: Path
+) -> None:
+    """Neither --config nor HOOKINBOX_CONFIG: ./hookinbox.toml of the current directory."""
+    await add_delivery(store, "evt_from_cwd")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    env = hookinbox_env({SECRET_ENV: SECRET})
+    env.pop("HOOKINBOX_CONFIG", None)
+
+    def in_workdir(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "hookinbox.cli", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=workdir,
+        )
+
+    missing = in_workdir("deliveries", "list", "--json")
+    assert missing.returncode == 2 and "hookinbox.toml" in missing.stderr, missing.stderr
+    write_config(workdir / "hookinbox.toml", db_url, routes=ROUTES)
+    listed = in_workdir("deliveries", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [d["event_id"] for d in json.loads(listed.stdout)] == ["evt_from_cwd"]
+
+
+def test_worker_with_a_handler_that_does_not_import_is_one_line_naming_the_route(
+    tmp_path: Path,
+) -> None:
+    routes = [{"events": ["*"], "action": "a", "handler": "tests.support.nowhere:handler"}]
+    config = write_config(tmp_path / "c.toml", f"sqlite:///{tmp_path}/x.db", routes=routes)
+    result = hookinbox("worker", "--config", str(config))
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "sources.test.routes.0.handler" in line
 
 
 def test_an_unreachable_database_is_one_line_and_exit_3(tmp_path: Path) -> None:

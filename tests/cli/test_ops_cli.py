@@ -325,3 +325,53 @@ async def test_dlq_retry_after_the_external_system_recovers_makes_one_effect(
     ]
     human = hookinbox(config, "trace", "evt_down")
     assert human.returncode == 0 and "dlq-retry" in human.stdout and "receipts" in human.stdout
+
+
+async def test_replay_of_a_purged_payload_is_refused_and_says_why(
+    config_file: Path, store: Store
+) -> None:
+    delivery_id = await add_delivery(store, "evt_purged")
+    await settle_all(store, "completed")
+    purged = ok_json(config_file, "purge", "--payloads-only", "--older-than", "0s")
+    assert purged["steps"][0]["deleted"] == 1
+    before = await store.count_rows()
+    for ref in (delivery_id, "evt_purged"):
+        refused(config_file, "replay", ref, code=5, says="payload_purged")
+        refused(config_file, "replay", ref, "--dry-run", code=5, says="cannot be replayed")
+    assert await store.count_rows() == before
+    assert await store.list_operator_actions() == []
+
+
+async def test_resuming_an_unknown_source_is_refused(config_file: Path, store: Store) -> None:
+    refused(config_file, "sources", "resume", "nope", code=4, says="unknown_source")
+    assert ok_json(config_file, "sources", "list")["sources"][0]["paused"] is False
+
+
+async def test_trace_narrows_to_one_source(config_file: Path, store: Store) -> None:
+    await add_delivery(store, "evt_shared")
+    await add_delivery(store, "evt_shared", source="other")
+    both = ok_json(config_file, "trace", "evt_shared")
+    assert sorted(d["journal"]["source"] for d in both["deliveries"]) == ["other", "test"]
+    narrowed = ok_json(config_file, "trace", "evt_shared", "--source", "test")
+    assert narrowed["source"] == "test"
+    (one,) = narrowed["deliveries"]
+    assert (one["journal"]["source"], one["journal"]["event_id"]) == ("test", "evt_shared")
+    assert [job["action"] for job in one["jobs"]] == ["count"]
+    refused(config_file, "trace", "evt_shared", "--source", "nope", code=4, says="not_found")
+
+
+async def test_deliveries_list_by_status_with_a_limit(config_file: Path, store: Store) -> None:
+    for n in range(3):
+        await add_delivery(store, f"evt_failed_{n}")
+    await settle_all(store, "failed")
+    await add_delivery(store, "evt_done")
+    await settle_all(store, "completed")
+    await add_delivery(store, "evt_waiting")
+
+    (newest,) = ok_json(config_file, "deliveries", "list", "--status", "failed", "--limit", "1")
+    assert (newest["event_id"], newest["status"]) == ("evt_failed_2", "failed")
+    failed = ok_json(config_file, "deliveries", "list", "--status", "failed")
+    assert [d["event_id"] for d in failed] == ["evt_failed_2", "evt_failed_1", "evt_failed_0"]
+    (done,) = ok_json(config_file, "deliveries", "list", "--status", "completed", "--limit", "5")
+    assert done["event_id"] == "evt_done"
+    assert hookinbox(config_file, "deliveries", "list", "--limit", "0").returncode == 2
