@@ -4,7 +4,7 @@ notifications, from the command line. Registered on :data:`hookinbox.cli.main` w
 
 ``outbox resend KEY`` sends one notification again by re-reading its existing outbox row
 (same key, same body); the resource is not touched. ``outbox retry KEY`` does the same
-for a dead letter only.
+for a dead letter only. Each is recorded in the operators' audit (who, which key).
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from hookinbox.cli import config_option, main, opened_store, print_json, reports
 from hookinbox.config import Config, load_config
 from hookinbox.errors import NotFound
 from hookinbox.logs import configure_logging
+from hookinbox.ops.actor import default_actor
 from hookinbox.resource_config import build_machines
+from hookinbox.resource_ops import resend_outbox
 from hookinbox.resources import Resources
-from hookinbox.store.base import Store, iso
+from hookinbox.store.base import iso
 from hookinbox.store.resource_types import OUTBOX_STATES, OutboxView, ResourceView
 
 
@@ -218,22 +220,24 @@ def outbox_show(config_path: str | None, key: str, as_json: bool) -> None:
         console.print(f"[bold]{name:>16}[/bold]  {value}")
 
 
-async def resend_outbox(store: Store, key: str, *, only_failed: bool = False) -> OutboxView:
-    """Send one notification again from its existing row (for ``replay --outbox``)."""
-    return await store.requeue_outbox(key, only_failed=only_failed)
-
-
-def resend_command(config_path: str | None, key: str, as_json: bool) -> None:
+def resend_command(
+    config_path: str | None, key: str, as_json: bool, command: str = "replay-outbox"
+) -> None:
     """``hookinbox replay --outbox KEY`` and ``outbox resend KEY``."""
-    _requeue(config_path, key, False, as_json)
+    _requeue(config_path, key, False, as_json, command)
 
 
-def _requeue(config_path: str | None, key: str, only_failed: bool, as_json: bool) -> None:
+def _requeue(
+    config_path: str | None, key: str, only_failed: bool, as_json: bool, command: str
+) -> None:
     config = _config(config_path)
+    actor = default_actor()
 
     async def go() -> OutboxView:
         async with opened_store(config) as store:
-            return await resend_outbox(store, key, only_failed=only_failed)
+            return await resend_outbox(
+                store, key, actor=actor, command=command, only_failed=only_failed
+            )
 
     row = run(go())
     if as_json:
@@ -249,7 +253,7 @@ def _requeue(config_path: str | None, key: str, only_failed: bool, as_json: bool
 @reports_errors
 def outbox_retry(config_path: str | None, key: str, as_json: bool) -> None:
     """Send a dead-lettered (failed) notification again."""
-    _requeue(config_path, key, True, as_json)
+    _requeue(config_path, key, True, as_json, "outbox-retry")
 
 
 @outbox.command("resend")
@@ -260,4 +264,4 @@ def outbox_retry(config_path: str | None, key: str, as_json: bool) -> None:
 def outbox_resend(config_path: str | None, key: str, as_json: bool) -> None:
     """Send one notification again from its existing row, sent or not; the resource is not
     touched and the key (the Idempotency-Key) stays the same."""
-    resend_command(config_path, key, as_json)
+    resend_command(config_path, key, as_json, "outbox-resend")

@@ -4,7 +4,8 @@ Two trace layers, so ``hookinbox trace EVENT_ID`` and the admin delivery page sh
 ``transitions`` (every line of the transition log a delivery wrote: applied, or rejected
 with its reason) and ``outbox`` (the rows those transitions produced, with their state;
 never their body, which ``hookinbox outbox show KEY`` gives). And the four resource
-checks of reconciliation (:mod:`hookinbox.resource_checks`).
+checks of reconciliation (:mod:`hookinbox.resource_checks`). And :func:`resend_outbox`,
+the operator's resend of one notification, audited like a replay or a dead-letter retry.
 
 :func:`install` registers them; :mod:`hookinbox.app` calls it when imported, which every
 library path does (``import hookinbox`` imports the app), so a mounted
@@ -19,6 +20,7 @@ from hookinbox.ops.reconcile import register_check
 from hookinbox.ops.trace import register_trace_layer
 from hookinbox.resource_checks import CHECKS
 from hookinbox.store.base import DeliveryView, Store, iso
+from hookinbox.store.resource_types import OutboxView
 
 
 async def transitions_layer(store: Store, delivery: DeliveryView) -> list[dict[str, Any]]:
@@ -65,6 +67,30 @@ async def outbox_layer(store: Store, delivery: DeliveryView) -> list[dict[str, A
             }
         )
     return rows
+
+
+async def resend_outbox(
+    store: Store, key: str, *, actor: str, command: str, only_failed: bool = False
+) -> OutboxView:
+    """Send one notification again from its existing row (same key, same body; the
+    resource is not touched), and record who did it in the operators' audit, under the
+    delivery whose transition wrote the row, so that delivery's trace shows it.
+    ``only_failed``: refuse a row that is not a dead letter (``outbox retry``)."""
+    row = await store.requeue_outbox(key, only_failed=only_failed)
+    delivery_id = None
+    if row.resource_id is not None:
+        delivery_id = next(
+            (
+                t.delivery_id
+                for t in await store.list_transitions(row.resource_id)
+                if t.outbox_key == key and t.outcome == "applied"
+            ),
+            None,
+        )
+    await store.record_operator_action(
+        actor=actor, command=command, delivery_id=delivery_id, detail=f"outbox {key}"
+    )
+    return row
 
 
 def install() -> None:

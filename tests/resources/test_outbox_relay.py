@@ -12,9 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hookinbox import ops
 from hookinbox.outbox import OutboxRelay
 from hookinbox.resource_config import OutboxSettings
 from hookinbox.store import Store
+from tests.conftest import make_config
 from tests.resources import support
 from tests.resources.support import NotifyService, ready_outbox_row
 from tests.support.processes import REPO, hookinbox_env
@@ -28,7 +30,7 @@ def hookinbox_cli(db_url: str, tmp_path: Path, *args: str) -> subprocess.Complet
     config.write_text(f'database = "{db_url}"\n')
     return subprocess.run(
         [sys.executable, "-m", "hookinbox.cli", *args, "--json", "--config", str(config)],
-        env=hookinbox_env(),
+        env=hookinbox_env({"HOOKINBOX_ACTOR": "cli:test-operator"}),
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -96,6 +98,32 @@ async def test_a_row_is_dead_lettered_after_max_attempts_then_retried_once(
         assert await sender.relay_once() == 0
     assert sent.attempts == 1  # the retry starts a fresh budget
     assert len(notify.requests) == 4 and notify.handled == {key: 1}
+    (audit,) = await store.list_operator_actions()
+    assert (audit.actor, audit.command, audit.detail) == (
+        "cli:test-operator",
+        "outbox-retry",
+        f"outbox {key}",
+    )
+    assert audit.delivery_id is not None
+
+
+async def test_resend_and_replay_of_a_notification_are_audited_on_its_delivery(
+    store: Store, db_url: str, tmp_path: Path
+) -> None:
+    key = await ready_outbox_row(store, "prov-1", event_id="evt_ready")
+    for args in (("outbox", "resend", key), ("replay", "--outbox", key)):
+        done = await asyncio.to_thread(hookinbox_cli, db_url, tmp_path, *args)
+        assert done.returncode == 0, done.stderr
+    refused = await asyncio.to_thread(hookinbox_cli, db_url, tmp_path, "outbox", "retry", key)
+    assert refused.returncode != 0  # not a dead letter: refused, and not audited
+    config = make_config(db_url)
+    (traced,) = (await ops.trace(store, config, "evt_ready")).deliveries
+    assert [(a.actor, a.command, a.detail) for a in traced.operator_actions] == [
+        ("cli:test-operator", "outbox-resend", f"outbox {key}"),
+        ("cli:test-operator", "replay-outbox", f"outbox {key}"),
+    ]
+    row = await store.get_outbox(key)
+    assert row is not None and (row.state, row.attempts) == ("pending", 0)
 
 
 async def test_the_python_callable_sender_gets_the_key_and_its_errors_are_retried(
