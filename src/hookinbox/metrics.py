@@ -6,8 +6,8 @@ empty directory shared by all of them before they start: prometheus-client then 
 values in files there, and ``GET /metrics`` of any serving process adds up every
 process's values (see the prometheus-client "multiprocess mode" docs).
 
-The gauges (queue depth, lag, dead letters, parked events, unsent outbox rows, paused
-sources) are not counted: they are read from the store, which every process shares, by
+The gauges (queue depth, lag, dead letters, parked events, unsent and failed outbox
+rows, paused sources) are not counted: they are read from the store, which every process shares, by
 :class:`StoreGauges`, at most once per ``min_interval`` however often /metrics is
 scraped. Several serving processes report the same store values; aggregate them with
 ``max``, never ``sum``.
@@ -46,13 +46,36 @@ if TYPE_CHECKING:
 
 log = get_logger("hookinbox.metrics")
 
-__all__ = ["CONTENT_TYPE_LATEST", "Metrics", "RecentCounts", "StoreGauges"]
+__all__ = [
+    "CONTENT_TYPE_LATEST",
+    "RESOURCE_EVENTS",
+    "Metrics",
+    "RecentCounts",
+    "StoreGauges",
+    "resource_event_counted",
+]
 
 #: The label for a delivery to a source name the config does not know.
 UNKNOWN_SOURCE = "_unknown"
 
 _ANSWER_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 _HANDLER_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+#: Events applied to tracked resources, by machine and outcome (``applied``,
+#: ``rejected_transition``, ``tenant_mismatch``, ``owner_mismatch``, ``parked``...). Counted
+#: where the event is applied (a worker, or the receiver for ``inline`` routes), which has
+#: no inbox at hand: so one counter per process, added to every inbox's registry.
+RESOURCE_EVENTS = Counter(
+    "hookinbox_resource_events",
+    "Events applied to tracked resources, by kind (machine) and outcome.",
+    ["kind", "outcome"],
+    registry=None,
+)
+
+
+def resource_event_counted(kind: str, outcome: str) -> None:
+    RESOURCE_EVENTS.labels(kind, outcome).inc()
 
 
 def multiprocess_dir() -> str | None:
@@ -102,6 +125,7 @@ class Metrics:
         self.recent = RecentCounts()
         self._answered: dict[tuple[str, str], tuple[Any, Any]] = {}
         reg = self.registry
+        reg.register(RESOURCE_EVENTS)
         self.deliveries = Counter(
             "hookinbox_deliveries",
             "Deliveries answered, by source and outcome (accepted, duplicate, challenge,"
@@ -249,8 +273,12 @@ class StoreGauges(Collector):
                 r.parked if r else {},
             ),
             "hookinbox_outbox_unsent": (
-                "Outbox rows not yet sent.",
+                "Outbox rows waiting or being sent (pending, sending); not the failed ones.",
                 r.outbox_unsent if r else {},
+            ),
+            "hookinbox_outbox_failed": (
+                "Outbox rows dead-lettered after max_attempts (hookinbox outbox retry KEY).",
+                r.outbox_failed if r else {},
             ),
             "hookinbox_source_paused": (
                 "1 while an operator has paused the source.",

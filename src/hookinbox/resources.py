@@ -19,7 +19,6 @@ even the other tenant's resource id.
 from __future__ import annotations
 
 import builtins
-import collections
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,6 +29,7 @@ from hookinbox.errors import ConfigError, NotFound
 from hookinbox.ids import new_delivery_id
 from hookinbox.logs import get_logger
 from hookinbox.machine import StateMachine
+from hookinbox.metrics import resource_event_counted
 from hookinbox.resource_config import ResourceBinding, build_machines, targets_of
 from hookinbox.store.base import NewDelivery, Store
 from hookinbox.store.resource_types import (
@@ -43,11 +43,6 @@ from hookinbox.store.resource_types import (
 from hookinbox.verify.base import string_at
 
 log = get_logger("hookinbox.resources")
-
-#: Outcomes of applied events in this process, by code (``applied``,
-#: ``rejected_transition``, ``tenant_mismatch``...); the store's transition log is the
-#: durable count (``Store.transition_counts``).
-OUTCOME_COUNTS: collections.Counter[str] = collections.Counter()
 
 _EVENT_TIME_MAX = 64
 
@@ -198,8 +193,10 @@ def resource_event(
 
 
 def log_outcome(outcome: ResourceOutcome, **fields: Any) -> None:
-    """One line per applied event; a mismatch names no resource (it is not the caller's)."""
-    OUTCOME_COUNTS[outcome.outcome] += 1
+    """One line per applied event, counted in ``hookinbox_resource_events_total`` (the
+    store's transition log is the durable count, ``Store.transition_counts``); a mismatch
+    names no resource (it is not the caller's)."""
+    resource_event_counted(outcome.kind or str(fields.get("kind") or "_unknown"), outcome.outcome)
     detail: dict[str, Any] = {"outcome": outcome.outcome}
     if outcome.outcome in ("applied", "rejected_transition", "already_applied"):
         detail.update(

@@ -73,18 +73,41 @@ async def test_the_trace_of_a_delivery_shows_its_transitions_and_outbox_rows(
                 "video", tenant="acme", owner="user-1", provider_ref="prov-1"
             )
             key = f"video-ready:{task.id}"
-            for event_id, status in (("evt_ready", "ready"), ("evt_late", "processing")):
-                body, headers = video_event(event_id, status, "prov-1")
+            registry = inbox.inbox.metrics.registry
+
+            def counted(outcome: str) -> float:
+                labels = {"kind": "video", "outcome": outcome}
+                return registry.get_sample_value("hookinbox_resource_events_total", labels) or 0
+
+            before = {o: counted(o) for o in ("applied", "rejected_transition", "tenant_mismatch")}
+            sends = (
+                ("evt_ready", "ready", "acme"),
+                ("evt_late", "processing", "acme"),
+                ("evt_evil", "failed", "evil"),
+            )
+            for event_id, status, tenant in sends:
+                body, headers = video_event(event_id, status, "prov-1", tenant=tenant)
                 await client.post(inbox.url(), content=body, headers=headers)
 
             async def settled() -> bool:
-                late = await inbox.store.get_delivery("evt_late")
+                done = [await inbox.store.get_delivery(e) for e in ("evt_late", "evt_evil")]
                 row = await inbox.store.get_outbox(key)
-                return bool(late and late.status == "completed" and row and row.state == "sent")
+                finished = all(d and d.status == "completed" for d in done)
+                return bool(finished and row and row.state == "sent")
 
             await wait_for(settled, 10, "the transition, the rejection and the notification")
             ready = (await ops.trace(inbox.store, config, "evt_ready")).deliveries[0].as_json()
             late = (await ops.trace(inbox.store, config, "evt_late")).deliveries[0].as_json()
+            scraped = (await client.get(f"{inbox.base_url}/metrics")).text
+            after = {o: counted(o) for o in before}
+
+    # Each outcome exported (rejections too), not only counted in memory.
+    assert {o: after[o] - before[o] for o in before} == {
+        "applied": 1,
+        "rejected_transition": 1,
+        "tenant_mismatch": 1,
+    }
+    assert 'hookinbox_resource_events_total{kind="video",outcome="tenant_mismatch"}' in scraped
 
     (applied,) = ready["transitions"]
     assert (applied["resource_id"], applied["from"], applied["to"]) == (

@@ -55,6 +55,7 @@ async def relay_until(relay: OutboxRelay, store: Store, key: str, state: str) ->
 
 async def test_a_refused_send_backs_off_then_is_sent_once(store: Store) -> None:
     key = await ready_outbox_row(store, "prov-1")
+    assert (await store.read_store_gauges()).outbox_unsent == {"test": 1}
     with NotifyService() as notify:
         notify.status = 503
         sender = relay(store, forward=notify.url, backoff_base_seconds=1, backoff_max_seconds=1)
@@ -85,6 +86,8 @@ async def test_a_row_is_dead_lettered_after_max_attempts_then_retried_once(
         failed = await relay_until(sender, store, key, "failed")
         assert (failed.attempts, failed.last_error) == (3, "http_500")
         assert failed.failed_at is not None
+        gauges = await store.read_store_gauges()  # hookinbox_outbox_failed, not _unsent
+        assert (gauges.outbox_failed, gauges.outbox_unsent) == ({"test": 1}, {})
         await asyncio.sleep(0.2)
         assert await sender.relay_once() == 0  # a dead letter is not sent again by itself
         assert len(notify.requests) == 3 and notify.handled == {}
@@ -97,6 +100,8 @@ async def test_a_row_is_dead_lettered_after_max_attempts_then_retried_once(
         await asyncio.sleep(0.2)
         assert await sender.relay_once() == 0
     assert sent.attempts == 1  # the retry starts a fresh budget
+    gauges = await store.read_store_gauges()
+    assert (gauges.outbox_failed, gauges.outbox_unsent) == ({}, {})
     assert len(notify.requests) == 4 and notify.handled == {key: 1}
     (audit,) = await store.list_operator_actions()
     assert (audit.actor, audit.command, audit.detail) == (

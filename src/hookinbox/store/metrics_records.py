@@ -23,7 +23,10 @@ class StoreGaugeReadings:
     lag_seconds: dict[str, float] = field(default_factory=dict)
     dead_letters: dict[str, int] = field(default_factory=dict)
     parked: dict[str, int] = field(default_factory=dict)
+    #: Outbox rows waiting or being sent (pending, sending).
     outbox_unsent: dict[str, int] = field(default_factory=dict)
+    #: Outbox dead letters (failed): sent again only by ``hookinbox outbox retry``.
+    outbox_failed: dict[str, int] = field(default_factory=dict)
     #: Paused sources only: seconds since the pause.
     paused_seconds: dict[str, float] = field(default_factory=dict)
 

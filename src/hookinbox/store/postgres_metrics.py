@@ -35,8 +35,8 @@ FROM source_state WHERE paused
 _PARKED = "SELECT source, count(*) AS n FROM parked_events GROUP BY source"
 
 _UNSENT = """
-SELECT coalesce(source, '_none') AS source, count(*) AS n FROM outbox
-WHERE state <> 'sent' GROUP BY 1
+SELECT coalesce(source, '_none') AS source, state = 'failed' AS failed, count(*) AS n
+FROM outbox WHERE state <> 'sent' GROUP BY 1, 2
 """
 
 _TABLES = "SELECT to_regclass('source_state'), to_regclass('parked_events'), to_regclass('outbox')"
@@ -127,14 +127,17 @@ class PostgresMetricsMixin:
             if has_parked is not None:
                 parked = {r["source"]: int(r["n"]) for r in await conn.fetch(_PARKED)}
             unsent: dict[str, int] = {}
+            failed: dict[str, int] = {}
             if has_outbox is not None:
-                unsent = {r["source"]: int(r["n"]) for r in await conn.fetch(_UNSENT)}
+                for r in await conn.fetch(_UNSENT):
+                    (failed if r["failed"] else unsent)[r["source"]] = int(r["n"])
         return StoreGaugeReadings(
             queue_depth={r["source"]: int(r["depth"]) for r in queue},
             lag_seconds={r["source"]: max(0.0, float(r["lag"])) for r in queue},
             dead_letters={r["source"]: int(r["n"]) for r in dead},
             parked=parked,
             outbox_unsent=unsent,
+            outbox_failed=failed,
             paused_seconds=paused,
         )
 

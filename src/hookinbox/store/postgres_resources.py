@@ -14,6 +14,7 @@ import json
 import secrets
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -423,7 +424,7 @@ class PostgresResourcesMixin:
                 code, due = await _park(conn, job_id, source, event, park)
                 outcome = ResourceOutcome(code)  # type: ignore[arg-type]
             await _settle_job(conn, job_id, outcome, due, leased=True)
-        return outcome
+        return replace(outcome, kind=event.kind)
 
     async def reserve_inline(
         self,
@@ -477,7 +478,7 @@ class PostgresResourcesMixin:
                     code, due = await _park(conn, event.job_id, item.source, event, park)
                     outcome = ResourceOutcome(code)  # type: ignore[arg-type]
                 await _settle_job(conn, event.job_id, outcome, due, leased=False)
-                outcomes.append(outcome)
+                outcomes.append(replace(outcome, kind=event.kind))
             await conn.execute("SELECT pg_notify('hookinbox_jobs', '')")
         return Reservation("accepted", item.id), outcomes
 

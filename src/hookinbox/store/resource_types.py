@@ -181,6 +181,8 @@ class ResourceOutcome:
     to_state: str | None = None
     reason: str | None = None
     outbox_keys: tuple[str, ...] = ()
+    #: The machine the event was for (set by the store; for metrics and logs).
+    kind: str | None = None
 
     @property
     def completes_job(self) -> bool:

@@ -32,8 +32,8 @@ _PAUSED = "SELECT source, {now} - changed_at AS seconds FROM source_state WHERE 
 _PARKED = "SELECT source, count(*) AS n FROM parked_events GROUP BY source"
 
 _UNSENT = (
-    "SELECT coalesce(source, '_none') AS source, count(*) AS n FROM outbox"
-    " WHERE state <> 'sent' GROUP BY 1"
+    "SELECT coalesce(source, '_none') AS source, state = 'failed' AS failed, count(*) AS n"
+    " FROM outbox WHERE state <> 'sent' GROUP BY 1, 2"
 )
 
 _PER_MINUTE = """
@@ -95,14 +95,17 @@ class SQLiteMetricsMixin:
             if _has_table(conn, "parked_events"):
                 parked = {r["source"]: int(r["n"]) for r in conn.execute(_PARKED)}
             unsent: dict[str, int] = {}
+            failed: dict[str, int] = {}
             if _has_table(conn, "outbox"):
-                unsent = {r["source"]: int(r["n"]) for r in conn.execute(_UNSENT)}
+                for r in conn.execute(_UNSENT):
+                    (failed if r["failed"] else unsent)[r["source"]] = int(r["n"])
             return StoreGaugeReadings(
                 queue_depth={r["source"]: int(r["depth"]) for r in queue},
                 lag_seconds={r["source"]: max(0.0, float(r["lag"] or 0)) for r in queue},
                 dead_letters={r["source"]: int(r["n"]) for r in dead},
                 parked=parked,
                 outbox_unsent=unsent,
+                outbox_failed=failed,
                 paused_seconds=paused,
             )
 

@@ -14,6 +14,7 @@ import json
 import secrets
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -502,7 +503,7 @@ class SQLiteResourcesMixin:
                 outcome = ResourceOutcome(code)  # type: ignore[arg-type]
             _settle_job(conn, job_id, outcome, due, leased=True)
             conn.execute("COMMIT")
-            return outcome
+            return replace(outcome, kind=event.kind)
 
         return await self._db.run(run)
 
@@ -525,7 +526,7 @@ class SQLiteResourcesMixin:
                     code, due = _park(conn, event.job_id, item.source, event, park)
                     outcome = ResourceOutcome(code)  # type: ignore[arg-type]
                 _settle_job(conn, event.job_id, outcome, due, leased=False)
-                outcomes.append(outcome)
+                outcomes.append(replace(outcome, kind=event.kind))
             conn.execute("COMMIT")
             return Reservation("accepted", item.id), outcomes
 
