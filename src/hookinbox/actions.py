@@ -89,8 +89,21 @@ class ForwardAction:
         self._client = client
 
     async def run(self, event: Event, ctx: JobContext) -> str | None:
+        """The POST is an effect like any other: recorded in the ledger under the job's
+        id, so a replay of a completed delivery does not post again (unless its effects
+        are forced), while a failed or interrupted POST is simply made again, under the
+        same Idempotency-Key."""
+
+        async def post(key: str) -> dict[str, Any]:
+            return {"id": await self.send(event, ctx.job_id)}
+
+        await ctx.effect(f"forward:{ctx.job_id}", post)
+        return ctx.business_id
+
+    async def send(self, event: Event, job_id: str) -> str | None:
+        """One POST; the target's ``{"id": ...}`` answer, or a failed attempt's code."""
         headers = dict(event.headers)
-        headers["idempotency-key"] = ctx.job_id
+        headers["idempotency-key"] = job_id
         headers["x-hookinbox-delivery-id"] = event.delivery_id
         headers["x-hookinbox-event-id"] = event.event_id
         headers["x-hookinbox-event-type"] = event.type

@@ -104,5 +104,27 @@ async def test_a_name_that_does_not_resolve_is_a_dns_error() -> None:
         action = ForwardAction("http://internal.example/hooks", 1.0, http)
         event = Event("dlv_1", "s", "evt", "t", {}, b"{}", {}, 1)
         with pytest.raises(ActionError) as caught:
-            await action.run(event, ctx=type("Ctx", (), {"job_id": "dlv_1:relay"})())  # type: ignore[arg-type]
+            await action.send(event, "dlv_1:relay")
     assert caught.value.code == "dns_error"
+
+
+async def test_a_replayed_forward_does_not_post_again_unless_its_effects_are_forced(
+    db_url: str, client: httpx.AsyncClient
+) -> None:
+    from hookinbox.ops import replay
+
+    body, headers = delivery("evt_replayed")
+    with RecordingTarget() as target:
+        config = forward_config(db_url, target.url)
+        async with running_inbox(config) as inbox:
+            answer = await client.post(inbox.url(), content=body, headers=headers)
+            await settled(inbox, "evt_replayed", "completed")
+            delivery_id = answer.json()["delivery_id"]
+            plain = await replay(inbox.store, config, delivery_id, actor="test", wait_seconds=10)
+            assert len(target.requests) == 1
+            forced = await replay(
+                inbox.store, config, delivery_id, actor="test", force_effects=True, wait_seconds=10
+            )
+            assert len(target.requests) == 2
+    assert "skipped" in str(plain.as_json()).lower()
+    assert forced.as_json() != plain.as_json()
