@@ -237,7 +237,14 @@ class SQLiteStore(SQLiteOperatorsMixin, SQLiteMetricsMixin, SQLiteResourcesMixin
         return await self._db.run(run)
 
     async def ping(self) -> None:
-        await self._db.run(lambda conn: conn.execute("SELECT 1").fetchone())
+        """Ready means able to commit: take the write lock and let it go (a read would
+        succeed while another process holds the lock and every reservation fails)."""
+
+        def run(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+
+        await self._db.run(run)
 
     # -- receiving ------------------------------------------------------------------
     async def reserve_deliveries(self, items: Sequence[NewDelivery]) -> list[Reservation]:
