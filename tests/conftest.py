@@ -194,6 +194,16 @@ async def wait_for(predicate: Any, timeout: float, what: str, step: float = 0.05
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+async def wait_for_status(store: Store, ref: str, status: str, timeout: float = 15) -> None:
+    """Await until the delivery ``ref`` (event or delivery id) has ``status``."""
+
+    async def reached() -> bool:
+        found = await store.get_delivery(ref)
+        return found is not None and found.status == status
+
+    await wait_for(reached, timeout, f"{ref} to be {status}")
+
+
 @pytest.fixture
 async def client() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(timeout=20, limits=httpx.Limits(max_connections=100)) as c:

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import make_config, running_inbox, wait_for
+from tests.conftest import make_config, running_inbox, wait_for_status
 from tests.support.configs import write_config
 from tests.support.external import ExternalSystem
 from tests.support.processes import HookinboxProcess, hookinbox_env, wait_until
@@ -49,11 +49,7 @@ async def test_worker_killed_mid_job_another_finishes_with_one_effect(
                 doomed.kill()
                 survivor.start()
 
-                async def completed() -> bool:
-                    found = await inbox.store.get_delivery("evt_crash")
-                    return found is not None and found.status == "completed"
-
-                await wait_for(completed, 30, "another worker to complete the job")
+                await wait_for_status(inbox.store, "evt_crash", "completed", 30)
             finally:
                 doomed.stop()
                 survivor.stop()

@@ -11,7 +11,7 @@ import pytest
 
 from hookinbox.actions import ActionError, Event, ForwardAction
 from hookinbox.config import Config
-from tests.conftest import make_config, running_inbox, wait_for
+from tests.conftest import make_config, running_inbox, wait_for_status
 from tests.support.processes import free_port
 from tests.support.signing import delivery
 from tests.support.target import RecordingTarget
@@ -27,14 +27,6 @@ def forward_config(db_url: str, url: str, **worker: Any) -> Config:
     )
 
 
-async def settled(inbox: Any, event_id: str, status: str) -> None:
-    async def done() -> bool:
-        found = await inbox.store.get_delivery(event_id)
-        return found is not None and found.status == status
-
-    await wait_for(done, 15, f"{event_id} to be {status}")
-
-
 async def test_a_forward_gets_the_raw_body_headers_and_the_jobs_stable_id(
     db_url: str, client: httpx.AsyncClient
 ) -> None:
@@ -44,7 +36,7 @@ async def test_a_forward_gets_the_raw_body_headers_and_the_jobs_stable_id(
             answer = await client.post(
                 inbox.url(), content=body, headers={**headers, "authorization": "Bearer x"}
             )
-            await settled(inbox, "evt_fwd", "completed")
+            await wait_for_status(inbox.store, "evt_fwd", "completed")
             found = await inbox.store.get_delivery("evt_fwd")
     assert found is not None
     (request,) = target.requests
@@ -68,7 +60,7 @@ async def test_a_non_2xx_answer_is_a_failed_attempt_retried_under_the_same_key(
     with RecordingTarget(statuses=[503]) as target:
         async with running_inbox(forward_config(db_url, target.url)) as inbox:
             await client.post(inbox.url(), content=body, headers=headers)
-            await settled(inbox, "evt_503", "completed")
+            await wait_for_status(inbox.store, "evt_503", "completed")
             found = await inbox.store.get_delivery("evt_503")
             assert found is not None
             history = await inbox.store.list_attempts(found.jobs[0].id)
@@ -90,7 +82,7 @@ async def test_timeouts_refusals_and_errors_end_in_dead_letters_with_their_code(
         url = f"http://127.0.0.1:{free_port()}/gone" if failure == "connect_error" else target.url
         async with running_inbox(forward_config(db_url, url)) as inbox:
             await client.post(inbox.url(), content=body, headers=headers)
-            await settled(inbox, f"evt_{failure}", "failed")
+            await wait_for_status(inbox.store, f"evt_{failure}", "failed")
             found = await inbox.store.get_delivery(f"evt_{failure}")
     assert found is not None
     assert (found.jobs[0].attempts, found.jobs[0].last_error) == (2, failure)
@@ -118,7 +110,7 @@ async def test_a_replayed_forward_does_not_post_again_unless_its_effects_are_for
         config = forward_config(db_url, target.url)
         async with running_inbox(config) as inbox:
             answer = await client.post(inbox.url(), content=body, headers=headers)
-            await settled(inbox, "evt_replayed", "completed")
+            await wait_for_status(inbox.store, "evt_replayed", "completed")
             delivery_id = answer.json()["delivery_id"]
             plain = await replay(inbox.store, config, delivery_id, actor="test", wait_seconds=10)
             assert len(target.requests) == 1

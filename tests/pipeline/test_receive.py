@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from hookinbox.config import Config
-from tests.conftest import make_config, running_inbox, wait_for
+from tests.conftest import make_config, running_inbox, wait_for, wait_for_status
 from tests.support import handlers
 from tests.support.signing import OLD_SECRET, SECRET, SECRET_ENV, WRONG_SECRET, delivery, signed
 
@@ -40,11 +40,7 @@ async def test_concurrent_duplicates_create_one_job_per_route_and_one_run(
         assert outcomes.count("duplicate") == 49
         assert len({a.json()["delivery_id"] for a in answers}) == 1
 
-        async def done() -> bool:
-            found = await inbox.store.get_delivery("evt_concurrent_50")
-            return found is not None and found.status == "completed"
-
-        await wait_for(done, 15, "the delivery to complete")
+        await wait_for_status(inbox.store, "evt_concurrent_50", "completed", 15)
         found = await inbox.store.get_delivery("evt_concurrent_50")
         assert found is not None
         assert found.delivery_count == 50

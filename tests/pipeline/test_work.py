@@ -7,7 +7,7 @@ import itertools
 
 import httpx
 
-from tests.conftest import make_config, running_inbox, wait_for
+from tests.conftest import make_config, running_inbox, wait_for, wait_for_status
 from tests.support import handlers
 from tests.support.signing import delivery
 
@@ -27,11 +27,7 @@ async def test_a_failing_handler_is_retried_with_backoff_then_dead_lettered(
         answer = await client.post(inbox.url(), content=body, headers=headers)
         assert answer.json()["status"] == "accepted"
 
-        async def failed() -> bool:
-            found = await inbox.store.get_delivery("evt_fails")
-            return found is not None and found.status == "failed"
-
-        await wait_for(failed, 20, "the job to be dead-lettered")
+        await wait_for_status(inbox.store, "evt_fails", "failed", 20)
         found = await inbox.store.get_delivery("evt_fails")
         assert found is not None
         (job,) = found.jobs
@@ -62,11 +58,7 @@ async def test_a_failed_job_is_never_marked_completed_and_keeps_its_payload(
     async with running_inbox(config) as inbox:
         await client.post(inbox.url(), content=body, headers=headers)
 
-        async def failed() -> bool:
-            found = await inbox.store.get_delivery("evt_once")
-            return found is not None and found.status == "failed"
-
-        await wait_for(failed, 10, "the job to fail")
+        await wait_for_status(inbox.store, "evt_once", "failed", 10)
         found = await inbox.store.get_delivery("evt_once")
     assert found is not None
     assert found.payload_retained
@@ -87,11 +79,7 @@ async def test_a_sync_handler_uses_the_ledger_and_its_result_becomes_the_busines
     async with running_inbox(config) as inbox:
         await client.post(inbox.url(), content=body, headers=headers)
 
-        async def done() -> bool:
-            found = await inbox.store.get_delivery("evt_sync")
-            return found is not None and found.status == "completed"
-
-        await wait_for(done, 10, "the job to complete")
+        await wait_for_status(inbox.store, "evt_sync", "completed", 10)
         found = await inbox.store.get_delivery("evt_sync")
         effect = await inbox.store.get_effect("sync:evt_sync")
     assert found is not None and effect is not None
@@ -151,11 +139,7 @@ async def test_a_hung_handler_is_abandoned_at_the_job_timeout_and_dead_lettered(
     async with running_inbox(config) as inbox:
         await client.post(inbox.url(), content=body, headers=headers)
 
-        async def failed() -> bool:
-            found = await inbox.store.get_delivery("evt_hangs")
-            return found is not None and found.status == "failed"
-
-        await wait_for(failed, 15, "the hung job to be dead-lettered")
+        await wait_for_status(inbox.store, "evt_hangs", "failed", 15)
         found = await inbox.store.get_delivery("evt_hangs")
     assert found is not None
     assert (found.jobs[0].attempts, found.jobs[0].last_error) == (2, "job_timeout")
@@ -175,11 +159,7 @@ async def test_an_effect_result_that_is_not_json_is_still_recorded_so_it_is_made
     async with running_inbox(config) as inbox:
         await client.post(inbox.url(), content=body, headers=headers)
 
-        async def done() -> bool:
-            found = await inbox.store.get_delivery("evt_odd")
-            return found is not None and found.status == "completed"
-
-        await wait_for(done, 10, "the job to complete")
+        await wait_for_status(inbox.store, "evt_odd", "completed", 10)
         effect = await inbox.store.get_effect("odd:evt_odd")
     assert effect is not None
     assert (effect.state, effect.result) == ("recorded", {"unrecorded": "not_json"})
