@@ -8,12 +8,12 @@ Request and Response objects for every delivery.
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import structlog
 from starlette.types import Receive, Scope, Send
 
@@ -58,7 +58,7 @@ async def read_body(receive: Receive, headers: dict[str, str], limit: int) -> by
 
 
 async def send_json(send: Send, status: int, answer: Any, *, retry_after: bool = False) -> None:
-    body = json.dumps(answer, separators=(",", ":")).encode()
+    body = orjson.dumps(answer)
     headers = [_JSON, (b"content-length", str(len(body)).encode())]
     if retry_after:
         headers.append(_RETRY_AFTER)

@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 import asyncpg
+import orjson
 
 from hookinbox.errors import StoreError, StoreUnavailable
 from hookinbox.store.base import (
@@ -342,7 +343,7 @@ class PostgresStore(PostgresOperatorsMixin, PostgresMetricsMixin, PostgresResour
                 [i.event_type for i in items],
                 [i.body_sha256 for i in items],
                 [i.body for i in items],
-                [json.dumps(i.headers) for i in items],
+                [orjson.dumps(i.headers).decode() for i in items],
                 [job.id for job, _ in jobs],
                 [item.id for _, item in jobs],
                 [item.source for _, item in jobs],

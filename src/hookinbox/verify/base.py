@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import orjson
+
 from hookinbox.errors import MalformedJson, TimestampOutOfTolerance
 
 
@@ -54,9 +56,14 @@ class Signer(Protocol):
 def parse_json_object(body: bytes) -> dict[str, Any]:
     """The body as a JSON object, or MalformedJson."""
     try:
-        payload = json.loads(body)
-    except (UnicodeDecodeError, ValueError):
-        raise MalformedJson() from None
+        payload = orjson.loads(body)  # several times faster, on the hot path
+    except orjson.JSONDecodeError:
+        # orjson refuses a few things the JSON spec allows (integers past 64 bits):
+        # the standard parser has the last word.
+        try:
+            payload = json.loads(body)
+        except (UnicodeDecodeError, ValueError):
+            raise MalformedJson() from None
     if not isinstance(payload, dict):
         raise MalformedJson("The body is a JSON value but not an object.")
     return payload
