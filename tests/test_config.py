@@ -112,3 +112,11 @@ def test_durations(text: str | int, seconds: float) -> None:
 def test_a_bad_duration_is_refused() -> None:
     with pytest.raises(ValueError, match="not a duration"):
         parse_duration("soon")
+
+
+def test_a_source_can_retry_longer_than_the_default_window_but_not_past_key_retention() -> None:
+    data = _config(redelivery_window="10d")
+    config = config_from_mapping(data)
+    assert config.longest_redelivery_window() == 10 * 86400
+    with pytest.raises(ConfigError, match=r"^sources\.openai\.redelivery_window "):
+        config_from_mapping({**data, "operations": {"key_retention": "7d"}})

@@ -109,6 +109,9 @@ class Source(_Frozen):
     tolerance_seconds: int = Field(default=300, ge=1, le=86400)
     max_body_bytes: int = Field(default=1_048_576, ge=1, le=64 * 1_048_576)
     routes: tuple[Route, ...] = ()
+    #: How long this provider keeps retrying a delivery (OpenAI: 72h); journal keys must
+    #: outlive the longest of these and ``operations.redelivery_window``.
+    redelivery_window: float | None = None
     #: Scheme options; each table is allowed only with its scheme (see docs/schemes.md).
     hmac: HmacOptions | None = Field(default=None, validate_default=True)
     shopify: ShopifyOptions | None = None
@@ -168,6 +171,11 @@ class Source(_Frozen):
                 raise ValueError(f"action {route.action!r} appears twice; actions are unique")
             seen.add(route.action)
         return value
+
+    @field_validator("redelivery_window", mode="before")
+    @classmethod
+    def _window(cls, value: Any) -> float | None:
+        return None if value is None else parse_duration(value)
 
     def secrets(self) -> list[str]:
         """The source's secrets, read from the environment now (several allow rotation)."""
@@ -234,6 +242,22 @@ class Config(_Frozen):
             if not re.match(r"^[A-Za-z0-9_\-]{1,64}$", name):
                 raise ValueError(f"source name {name!r} may hold only letters, digits, _ and -")
         return value
+
+    def longest_redelivery_window(self) -> float:
+        """The longest any source's provider keeps retrying: the floor of key retention."""
+        windows = [s.redelivery_window for s in self.sources.values() if s.redelivery_window]
+        return max([self.operations.redelivery_window, *windows])
+
+    @model_validator(mode="after")
+    def _keys_outlive_every_source(self) -> Config:
+        for name, source in self.sources.items():
+            window = source.redelivery_window
+            if window is not None and window > self.operations.key_retention:
+                raise ConfigError(
+                    f"sources.{name}.redelivery_window is longer than operations.key_retention:"
+                    " a late retry from this provider would look like a new event"
+                )
+        return self
 
     @model_validator(mode="after")
     def _resource_routes(self) -> Config:

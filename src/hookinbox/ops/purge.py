@@ -83,10 +83,11 @@ async def purge(
         steps.append(await _purge_payloads(store, age, size, dry_run, progress))
         return PurgeReport(dry_run, steps)
     key_age = ops.key_retention if older_than is None else older_than
-    if key_age < ops.redelivery_window:
+    window = config.longest_redelivery_window()
+    if key_age < window:
         raise OperationRefused(
             f"key retention {_human(key_age)} is shorter than the redelivery window "
-            f"{_human(ops.redelivery_window)}: a late provider retry would look new"
+            f"{_human(window)}: a late provider retry would look new"
         )
     steps.append(await _purge_payloads(store, ops.payload_retention, size, dry_run, progress))
     steps.append(await _purge_deliveries(store, key_age, size, dry_run, progress))
