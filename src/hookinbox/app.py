@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -118,3 +119,18 @@ class Inbox:
             yield
         finally:
             await self.stop()
+
+
+def app_from_environment() -> Any:
+    """The ASGI app of one process of ``hookinbox serve --processes N``, built from the
+    settings that command put in the environment (HOOKINBOX_CONFIG, HOOKINBOX_LOG_FORMAT,
+    HOOKINBOX_LOG_LEVEL, HOOKINBOX_NO_WORKERS)."""
+    from hookinbox.config import load_config
+    from hookinbox.logs import configure_logging
+
+    configure_logging(
+        os.environ.get("HOOKINBOX_LOG_FORMAT", "json"),  # type: ignore[arg-type]
+        os.environ.get("HOOKINBOX_LOG_LEVEL", "info"),
+    )
+    config = load_config(os.environ.get("HOOKINBOX_CONFIG"))
+    return Inbox(config, run_workers=os.environ.get("HOOKINBOX_NO_WORKERS") != "1").app

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -20,7 +21,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from hookinbox.config import Config, load_config
+from hookinbox.config import Config, load_config, resolve_config_path
 from hookinbox.errors import HookinboxError, NotFound
 from hookinbox.logs import configure_logging
 from hookinbox.store import Store, open_store_for
@@ -86,6 +87,13 @@ def main() -> None:
 @click.option("--host", default=None, help="Bind address [config server.host].")
 @click.option("--port", type=int, default=None, help="Port [config server.port].")
 @click.option("--no-workers", is_flag=True, help="Receive only; run workers elsewhere.")
+@click.option(
+    "--processes",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Server processes sharing the port (each with its own batcher and workers).",
+)
 @click.option("--log-format", type=click.Choice(["json", "console"]), default="json")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info")
 @reports_errors
@@ -94,6 +102,7 @@ def serve(
     host: str | None,
     port: int | None,
     no_workers: bool,
+    processes: int,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -107,14 +116,31 @@ def serve(
     configure_logging(log_format, log_level)  # type: ignore[arg-type]
     inbox = Inbox(config, run_workers=not no_workers)
     run(_preflight(config))
+    server = {
+        "host": host or config.server.host,
+        "port": port if port is not None else config.server.port,
+        "log_level": "warning",
+        "access_log": False,
+        "server_header": False,
+        "lifespan": "on",
+    }
+    if processes == 1:
+        uvicorn.run(inbox.app, **server)  # type: ignore[arg-type]
+        return
+    # Each process builds its own inbox from the same settings (see app_from_environment).
+    os.environ.update(
+        {
+            "HOOKINBOX_CONFIG": str(resolve_config_path(config_path).resolve()),
+            "HOOKINBOX_LOG_FORMAT": log_format,
+            "HOOKINBOX_LOG_LEVEL": log_level,
+            "HOOKINBOX_NO_WORKERS": "1" if no_workers else "0",
+        }
+    )
     uvicorn.run(
-        inbox.app,
-        host=host or config.server.host,
-        port=port if port is not None else config.server.port,
-        log_level="warning",
-        access_log=False,
-        server_header=False,
-        lifespan="on",
+        "hookinbox.app:app_from_environment",
+        factory=True,
+        workers=processes,
+        **server,  # type: ignore[arg-type]
     )
 
 
