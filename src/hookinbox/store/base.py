@@ -11,7 +11,8 @@ is wrapped where it happens: a connection failure or failed commit is
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -94,6 +95,24 @@ class ClaimedJob:
     #: None once the payload is purged.
     body: bytes | None
     headers: dict[str, str]
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], lease_token: str) -> ClaimedJob:
+        """From a claim's row joined with its delivery and payload (both stores)."""
+        return cls(
+            id=row["id"],
+            delivery_id=row["delivery_id"],
+            source=row["source"],
+            action=row["action"],
+            attempts=row["attempts"],
+            max_attempts=row["max_attempts"],
+            lease_token=lease_token,
+            event_id=row["event_id"],
+            event_type=row["event_type"],
+            trigger=row["trigger"],
+            body=bytes(row["body"]) if row["body"] is not None else None,
+            headers=json.loads(row["headers"]) if row["headers"] else {},
+        )
 
 
 @dataclass(frozen=True, slots=True)

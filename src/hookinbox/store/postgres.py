@@ -361,23 +361,7 @@ class PostgresStore(PostgresOperatorsMixin, PostgresMetricsMixin, PostgresResour
         token = _token()
         async with self._conn() as conn:
             rows = await conn.fetch(_CLAIM, limit, token, worker_id, float(lease_seconds))
-        return [
-            ClaimedJob(
-                id=r["id"],
-                delivery_id=r["delivery_id"],
-                source=r["source"],
-                action=r["action"],
-                attempts=r["attempts"],
-                max_attempts=r["max_attempts"],
-                lease_token=token,
-                event_id=r["event_id"],
-                event_type=r["event_type"],
-                trigger=r["trigger"],
-                body=bytes(r["body"]) if r["body"] is not None else None,
-                headers=json.loads(r["headers"]) if r["headers"] else {},
-            )
-            for r in rows
-        ]
+        return [ClaimedJob.from_row(r, token) for r in rows]
 
     async def renew_lease(self, job_id: str, lease_token: str, lease_seconds: float) -> bool:
         async with self._conn() as conn:

@@ -288,22 +288,7 @@ class SQLiteStore(SQLiteOperatorsMixin, SQLiteMetricsMixin, SQLiteResourcesMixin
                     " LEFT JOIN payloads p ON p.delivery_id = d.id WHERE d.id = ?",
                     (row["delivery_id"],),
                 ).fetchone()
-                jobs.append(
-                    ClaimedJob(
-                        id=row["id"],
-                        delivery_id=row["delivery_id"],
-                        source=row["source"],
-                        action=row["action"],
-                        attempts=row["attempts"],
-                        max_attempts=row["max_attempts"],
-                        lease_token=token,
-                        event_id=extra["event_id"],
-                        event_type=extra["event_type"],
-                        trigger=row["trigger"],
-                        body=bytes(extra["body"]) if extra["body"] is not None else None,
-                        headers=json.loads(extra["headers"]) if extra["headers"] else {},
-                    )
-                )
+                jobs.append(ClaimedJob.from_row({**dict(row), **dict(extra)}, token))
             conn.execute("COMMIT")
             return jobs
 
