@@ -24,8 +24,7 @@ from rich.table import Table
 from hookinbox.config import Config, load_config, resolve_config_path
 from hookinbox.errors import HookinboxError, NotFound
 from hookinbox.logs import configure_logging
-from hookinbox.store import Store, open_store_for
-from hookinbox.store.base import JOB_STATES, DeliveryView, iso
+from hookinbox.store import JOB_STATES, DeliveryView, Store, iso, open_store_for
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])

@@ -23,7 +23,7 @@ from hookinbox.cli import config_option, main, opened_store, print_json, reports
 from hookinbox.config import Config, load_config, parse_duration
 from hookinbox.errors import InvalidArgument, OperationRefused
 from hookinbox.logs import configure_logging
-from hookinbox.store.base import iso
+from hookinbox.store import iso
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 

@@ -23,8 +23,7 @@ from hookinbox.ops.actor import default_actor
 from hookinbox.resource_config import build_machines
 from hookinbox.resource_ops import resend_outbox
 from hookinbox.resources import Resources
-from hookinbox.store.base import iso
-from hookinbox.store.resource_types import OUTBOX_STATES, OutboxView, ResourceView
+from hookinbox.store import OUTBOX_STATES, OutboxView, ResourceView, iso
 
 
 def _config(path: str | None) -> Config:

@@ -28,7 +28,7 @@ from typing import Any
 
 from hookinbox.errors import HookinboxError
 from hookinbox.logs import get_logger
-from hookinbox.store.base import Store
+from hookinbox.store import Store
 
 log = get_logger("hookinbox.effects")
 

@@ -22,7 +22,7 @@ from hookinbox.ids import job_id, new_delivery_id
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
 from hookinbox.resources import ResourceRoutes, log_outcome
-from hookinbox.store.base import NewDelivery, NewJob, Reservation, Store
+from hookinbox.store import NewDelivery, NewJob, Reservation, Store
 from hookinbox.verify.base import Verifier
 from hookinbox.verify.registry import build_verifier
 

@@ -40,8 +40,7 @@ from hookinbox.errors import HookinboxError
 from hookinbox.logs import get_logger
 
 if TYPE_CHECKING:
-    from hookinbox.store.base import Store
-    from hookinbox.store.metrics_records import StoreGaugeReadings
+    from hookinbox.store import Store, StoreGaugeReadings
 
 
 log = get_logger("hookinbox.metrics")

@@ -34,8 +34,7 @@ from hookinbox.actions import ActionError, load_callable
 from hookinbox.errors import HookinboxError
 from hookinbox.logs import get_logger
 from hookinbox.resource_config import OutboxSettings
-from hookinbox.store.base import Store
-from hookinbox.store.resource_types import ClaimedOutbox
+from hookinbox.store import ClaimedOutbox, Store
 from hookinbox.worker import error_code_of
 
 log = get_logger("hookinbox.outbox")

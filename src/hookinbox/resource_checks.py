@@ -15,7 +15,7 @@ from typing import Any
 
 from hookinbox.config import Config
 from hookinbox.resource_config import build_machines
-from hookinbox.store.base import Store
+from hookinbox.store import Store
 
 #: How many findings a check counts at most (the samples shown are fewer).
 _SCAN = 10_000

@@ -19,8 +19,7 @@ from typing import Any
 from hookinbox.ops.reconcile import register_check
 from hookinbox.ops.trace import register_trace_layer
 from hookinbox.resource_checks import CHECKS
-from hookinbox.store.base import DeliveryView, Store, iso
-from hookinbox.store.resource_types import OutboxView
+from hookinbox.store import DeliveryView, OutboxView, Store, iso
 
 
 async def transitions_layer(store: Store, delivery: DeliveryView) -> list[dict[str, Any]]:

@@ -31,13 +31,14 @@ from hookinbox.logs import get_logger
 from hookinbox.machine import StateMachine
 from hookinbox.metrics import resource_event_counted
 from hookinbox.resource_config import ResourceBinding, build_machines, targets_of
-from hookinbox.store.base import NewDelivery, Store
-from hookinbox.store.resource_types import (
+from hookinbox.store import (
     Finding,
+    NewDelivery,
     ParkPolicy,
     ResourceEvent,
     ResourceOutcome,
     ResourceView,
+    Store,
     TransitionView,
 )
 from hookinbox.verify.base import string_at

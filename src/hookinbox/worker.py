@@ -26,7 +26,7 @@ from hookinbox.effects import EffectInProgress, JobContext, JobSettled
 from hookinbox.errors import HookinboxError, MalformedJson
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
-from hookinbox.store.base import ClaimedJob, Store
+from hookinbox.store import ClaimedJob, Store
 from hookinbox.verify.base import parse_json_object
 
 log = get_logger("hookinbox.worker")

@@ -121,7 +121,7 @@ async def ready_outbox_row(store: Any, ref: str, *, event_id: str | None = None)
     its ``video-ready`` outbox row is pending. Returns the row's key."""
     from hookinbox.machine import VIDEO
     from hookinbox.resources import new_resource_id
-    from hookinbox.store.resource_types import ParkPolicy, ResourceEvent
+    from hookinbox.store import ParkPolicy, ResourceEvent
     from tests.support.journal import add_delivery
 
     resource = await store.create_resource(

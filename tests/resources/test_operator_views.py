@@ -18,8 +18,7 @@ from hookinbox import ops
 from hookinbox.machine import VIDEO
 from hookinbox.resource_ops import install
 from hookinbox.resources import new_resource_id
-from hookinbox.store import Store
-from hookinbox.store.resource_types import ParkPolicy, ResourceEvent
+from hookinbox.store import ParkPolicy, ResourceEvent, Store
 from tests.conftest import make_config, running_inbox, wait_for
 from tests.resources.support import NotifyService, outbox_settings, video_event, video_route
 from tests.support.journal import add_delivery

@@ -8,8 +8,7 @@ import hashlib
 import pytest
 
 from hookinbox.ids import job_id, new_delivery_id
-from hookinbox.store import Store, open_store_for
-from hookinbox.store.base import NewDelivery, NewJob
+from hookinbox.store import NewDelivery, NewJob, Store, open_store_for
 
 
 def new_delivery(

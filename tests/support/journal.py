@@ -10,7 +10,7 @@ import hashlib
 import json
 
 from hookinbox.ids import job_id, new_delivery_id
-from hookinbox.store.base import NewDelivery, NewJob, Store
+from hookinbox.store import NewDelivery, NewJob, Store
 
 
 async def add_delivery(

@@ -51,8 +51,7 @@ from hookinbox.config import Config
 from hookinbox.errors import HookinboxError, InvalidArgument, NotFound
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics, StoreGauges
-from hookinbox.store.base import JOB_STATES, Store
-from hookinbox.store.metrics_records import DeliverySearch
+from hookinbox.store import JOB_STATES, DeliverySearch, Store
 
 log = get_logger("hookinbox.admin")
 

@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from hookinbox.errors import HookinboxError, StoreUnavailable
 from hookinbox.http.errors import error_response
-from hookinbox.store.base import Store
+from hookinbox.store import Store
 
 
 async def healthz(request: Request) -> Response:

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hookinbox.metrics import CONTENT_TYPE_LATEST, Metrics, StoreGauges
-from hookinbox.store.base import Store
+from hookinbox.store import Store
 
 
 def metrics_endpoint(

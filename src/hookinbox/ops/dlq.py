@@ -15,8 +15,7 @@ from hookinbox.config import Config
 from hookinbox.errors import InvalidArgument, NotFound, OperationRefused, PayloadPurged
 from hookinbox.ops.actor import TRIGGER_DLQ_RETRY
 from hookinbox.ops.eligibility import why_not_runnable
-from hookinbox.store.base import Store, iso
-from hookinbox.store.ops_records import JobDetail
+from hookinbox.store import JobDetail, Store, iso
 
 #: The most dead letters one bulk retry may touch.
 MAX_BULK = 10_000

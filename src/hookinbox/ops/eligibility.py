@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from hookinbox.config import Config
-from hookinbox.store.base import iso
-from hookinbox.store.ops_records import JobDetail
+from hookinbox.store import JobDetail, iso
 
 
 def action_configured(config: Config, source: str, action: str) -> bool:

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from hookinbox.config import Config
 from hookinbox.errors import HookinboxError, InvalidArgument, OperationRefused
 from hookinbox.logs import get_logger
-from hookinbox.store.base import Store
+from hookinbox.store import Store
 
 log = get_logger("hookinbox.ops.purge")
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hookinbox.config import Config
-from hookinbox.store.base import Store, iso
+from hookinbox.store import Store, iso
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,7 @@ from hookinbox.config import Config
 from hookinbox.errors import NotFound, OperationRefused, PayloadPurged
 from hookinbox.ops.actor import TRIGGER_REPLAY
 from hookinbox.ops.eligibility import why_not_runnable
-from hookinbox.store.base import DeliveryView, EffectRecord, Store
-from hookinbox.store.ops_records import JobDetail
+from hookinbox.store import DeliveryView, EffectRecord, JobDetail, Store
 
 ReplayOutcome = Literal["ran", "failed", "retrying", "queued", "would_run", "refused"]
 

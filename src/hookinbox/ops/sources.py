@@ -17,8 +17,7 @@ from typing import Any
 from hookinbox.config import Config
 from hookinbox.errors import HookinboxError, UnknownSource
 from hookinbox.logs import get_logger
-from hookinbox.store.base import Store, iso
-from hookinbox.store.ops_records import SourceState
+from hookinbox.store import SourceState, Store, iso
 
 log = get_logger("hookinbox.ops.sources")
 

@@ -15,8 +15,15 @@ from typing import Any
 
 from hookinbox.config import Config
 from hookinbox.errors import NotFound
-from hookinbox.store.base import AttemptView, DeliveryView, EffectRecord, JobView, Store, iso
-from hookinbox.store.ops_records import OperatorAction
+from hookinbox.store import (
+    AttemptView,
+    DeliveryView,
+    EffectRecord,
+    JobView,
+    OperatorAction,
+    Store,
+    iso,
+)
 
 #: ``layer(store, delivery) -> rows``: extra rows of a delivery shown under the layer's name.
 TraceLayer = Callable[[Store, DeliveryView], Awaitable[list[dict[str, Any]]]]
