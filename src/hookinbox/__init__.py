@@ -1,14 +1,37 @@
 """hookinbox: receive webhooks once, process them exactly once.
 
 The public surface: :class:`Inbox` (the ASGI app with its store and workers),
-:func:`load_config`, the handler's :class:`Event` and :class:`JobContext`, and the error
-root :class:`HookinboxError`.
+:func:`load_config` and :class:`Config`, what a handler receives (:class:`Event`, and
+:class:`JobContext` or, for a sync handler, :class:`SyncJobContext`), the error a handler
+raises to fail an attempt with its own code (:class:`ActionError`), and the errors the
+library API raises, rooted in :class:`HookinboxError` (the tree is drawn in
+:mod:`hookinbox.errors`).
 """
 
-from hookinbox.actions import Event
 from hookinbox.app import Inbox
 from hookinbox.config import Config, load_config
-from hookinbox.effects import JobContext
-from hookinbox.errors import HookinboxError
+from hookinbox.errors import (
+    ActionError,
+    ConfigError,
+    HookinboxError,
+    NotFound,
+    OperationRefused,
+    StoreUnavailable,
+)
+from hookinbox.work.actions import Event
+from hookinbox.work.effects import JobContext, SyncJobContext
 
-__all__ = ["Config", "Event", "HookinboxError", "Inbox", "JobContext", "load_config"]
+__all__ = [
+    "ActionError",
+    "Config",
+    "ConfigError",
+    "Event",
+    "HookinboxError",
+    "Inbox",
+    "JobContext",
+    "NotFound",
+    "OperationRefused",
+    "StoreUnavailable",
+    "SyncJobContext",
+    "load_config",
+]

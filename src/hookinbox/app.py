@@ -19,23 +19,23 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.routing import Route
 
+from hookinbox.admin.views import admin_routes
 from hookinbox.config import Config
 from hookinbox.errors import HookinboxError
-from hookinbox.http.admin import admin_routes
 from hookinbox.http.health import healthz, readyz_endpoint
 from hookinbox.http.metrics import metrics_endpoint
-from hookinbox.http.webhooks import WebhookEndpoint, WebhookFastPath
-from hookinbox.ingest import Receiver
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics, StoreGauges
 from hookinbox.ops.purge import run_purge_loop
 from hookinbox.ops.sources import PausedSources
-from hookinbox.outbox import OutboxRelay
-from hookinbox.resource_config import build_machines
-from hookinbox.resource_ops import install as install_resource_ops
-from hookinbox.resources import Resources
+from hookinbox.receive.endpoint import WebhookEndpoint, WebhookFastPath
+from hookinbox.receive.receiver import Receiver
+from hookinbox.resources.machine import build_machines
+from hookinbox.resources.operations import install as install_resource_ops
+from hookinbox.resources.relay import OutboxRelay
+from hookinbox.resources.service import Resources
 from hookinbox.store import Store, open_store_for
-from hookinbox.worker import WorkerPool
+from hookinbox.work.worker import WorkerPool
 
 log = get_logger("hookinbox.app")
 

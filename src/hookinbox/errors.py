@@ -18,7 +18,8 @@ The tree::
     ├── NotFound                     not_found          HTTP 404, exit 4
     ├── OperationRefused             refused            HTTP 409, exit 5
     │   └── PayloadPurged            payload_purged     HTTP 409, exit 5
-    └── InvalidArgument              invalid_argument   HTTP 400, exit 2
+    ├── InvalidArgument              invalid_argument   HTTP 400, exit 2
+    └── ActionError                  (its own code)     a failed attempt of a job
 
 The HTTP layer (``hookinbox.http``) is the only place that maps these to statuses and the
 CLI the only place that maps them to exit codes; both read the attributes below. A
@@ -154,3 +155,17 @@ class InvalidArgument(HookinboxError):
     code = "invalid_argument"
     http_status = 400
     exit_code = 2
+
+
+class ActionError(HookinboxError):
+    """The action failed; the job will be retried or dead-lettered with this code.
+
+    Raise it from a handler with a short code of your own (``crm_unavailable``): the
+    code is what the journal, the dead-letter list and the metrics show. The message is
+    never logged (it may quote a payload)."""
+
+    code = "action_failed"
+
+    def __init__(self, code: str, message: str | None = None) -> None:
+        super().__init__(message or code)
+        self.code = code

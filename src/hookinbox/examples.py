@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookinbox.actions import Event
-from hookinbox.effects import JobContext
 from hookinbox.logs import get_logger
+from hookinbox.work.actions import Event
+from hookinbox.work.effects import JobContext
 
 log = get_logger("hookinbox.examples")
 

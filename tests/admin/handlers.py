@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hookinbox.actions import Event
-from hookinbox.effects import JobContext
+from hookinbox.work.actions import Event
+from hookinbox.work.effects import JobContext
 
 FIXED: set[str] = set()
 

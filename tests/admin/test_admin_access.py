@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from hookinbox.http.admin import COOKIE
+from hookinbox.admin.views import COOKIE
 from tests.admin.conftest import TOKEN, admin_config, login
 from tests.conftest import running_inbox, wait_for
 from tests.support.signing import delivery

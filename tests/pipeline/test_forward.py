@@ -9,7 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from hookinbox.actions import ActionError, Event, ForwardAction
+from hookinbox import ActionError
+from hookinbox.work.actions import Event, ForwardAction
 from hookinbox.config import Config
 from tests.conftest import make_config, running_inbox, wait_for_status
 from tests.support.processes import free_port

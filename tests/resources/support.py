@@ -119,8 +119,8 @@ class NotifyService:
 async def ready_outbox_row(store: Any, ref: str, *, event_id: str | None = None) -> str:
     """A video resource moved to ``ready`` by a delivery through the store's own methods:
     its ``video-ready`` outbox row is pending. Returns the row's key."""
-    from hookinbox.machine import VIDEO
-    from hookinbox.resources import new_resource_id
+    from hookinbox.resources.machine import VIDEO
+    from hookinbox.resources.service import new_resource_id
     from hookinbox.store import ParkPolicy, ResourceEvent
     from tests.support.journal import add_delivery
 

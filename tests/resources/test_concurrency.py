@@ -8,7 +8,7 @@ import random
 
 import httpx
 
-from hookinbox.machine import VIDEO
+from hookinbox.resources.machine import VIDEO
 from tests.conftest import make_config, running_inbox, wait_for
 from tests.resources.support import NotifyService, outbox_settings, video_event, video_route
 

@@ -8,7 +8,7 @@ import pytest
 
 from hookinbox.config import config_from_mapping
 from hookinbox.errors import ConfigError
-from hookinbox.machine import VIDEO, StateMachine
+from hookinbox.resources.machine import VIDEO, StateMachine
 from tests.resources.support import video_route
 from tests.support.signing import SECRET_ENV
 
@@ -142,5 +142,7 @@ def test_the_config_can_extend_the_builtin_video_machine() -> None:
             outbox={"forward": "http://notify.internal/hook"},
         )
     )
-    assert config.machines["video"].build("video").judge("ready", "expired") is None
+    assert (
+        StateMachine.from_table("video", config.machines["video"]).judge("ready", "expired") is None
+    )
     assert config.outbox.enabled

@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from hookinbox import ops
-from hookinbox.machine import VIDEO
-from hookinbox.resource_ops import install
-from hookinbox.resources import new_resource_id
+from hookinbox.resources.machine import VIDEO
+from hookinbox.resources.operations import install
+from hookinbox.resources.service import new_resource_id
 from hookinbox.store import ParkPolicy, ResourceEvent, Store
 from tests.conftest import make_config, running_inbox, wait_for
 from tests.resources.support import NotifyService, outbox_settings, video_event, video_route

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from hookinbox import ops
-from hookinbox.outbox import OutboxRelay
-from hookinbox.resource_config import OutboxSettings
+from hookinbox.resources.relay import OutboxRelay
+from hookinbox.config.resources import OutboxSettings
 from hookinbox.store import Store
 from tests.conftest import make_config
 from tests.resources import support

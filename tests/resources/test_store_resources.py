@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hookinbox.errors import NotFound, OperationRefused
-from hookinbox.machine import VIDEO
-from hookinbox.resources import Resources
+from hookinbox.resources.machine import VIDEO
+from hookinbox.resources.service import Resources
 from hookinbox.store import Store
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
-from hookinbox.actions import Event
-from hookinbox.effects import JobContext
+from hookinbox.work.actions import Event
+from hookinbox.work.effects import JobContext
 
 CALLS: collections.Counter[str] = collections.Counter()
 TIMES: dict[str, list[float]] = collections.defaultdict(list)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hookinbox.config import load_config
-from hookinbox.verify.options import SCHEME_NAMES
+from hookinbox.config.schemes import SCHEME_NAMES
 from hookinbox.verify.registry import build_verifier
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "quickstart.toml"

@@ -1,1 +1,2 @@
-"""The HTTP surface: webhooks, health (and later metrics and admin)."""
+"""The operational HTTP endpoints (health, readiness, metrics) and the one place where
+errors become HTTP statuses."""

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from hookinbox.machine import StateMachine
+    from hookinbox.resources.machine import StateMachine
     from hookinbox.store.metrics_records import (
         DeadLetter,
         DeliverySearch,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 
 from hookinbox.errors import NotFound, OperationRefused
-from hookinbox.machine import StateMachine
+from hookinbox.resources.machine import StateMachine
 from hookinbox.store.base import NewDelivery, Reservation
 from hookinbox.store.resource_types import (
     ClaimedOutbox,

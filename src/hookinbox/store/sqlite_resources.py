@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from hookinbox.errors import NotFound, OperationRefused
-from hookinbox.machine import StateMachine
+from hookinbox.resources.machine import StateMachine
 from hookinbox.store.base import NewDelivery, Reservation
 from hookinbox.store.resource_types import (
     ClaimedOutbox,

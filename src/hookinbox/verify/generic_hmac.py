@@ -1,6 +1,6 @@
 """``scheme = "hmac"``: any provider that signs with a shared secret and an HMAC.
 
-Configured by ``[sources.NAME.hmac]`` (:class:`~hookinbox.verify.options.HmacOptions`):
+Configured by ``[sources.NAME.hmac]`` (:class:`~hookinbox.config.schemes.HmacOptions`):
 the signature header, the algorithm (sha1, sha256, sha512), the encoding (hex, base64),
 an optional prefix (``sha256=``), an optional timestamp header with the signed-content
 template that uses it (``{timestamp}.{body}``), and where the id and the type are (a header
@@ -18,6 +18,7 @@ import hashlib
 import hmac
 from collections.abc import Mapping, Sequence
 
+from hookinbox.config.schemes import FingerprintPolicy, HmacOptions
 from hookinbox.errors import ConfigError, InvalidSignature, MissingHeaders
 from hookinbox.verify.base import (
     VerifiedEvent,
@@ -27,7 +28,6 @@ from hookinbox.verify.base import (
     string_at,
 )
 from hookinbox.verify.fingerprint import identify
-from hookinbox.verify.options import FingerprintPolicy, HmacOptions
 
 
 def signed_content(options: HmacOptions, body: bytes, *, timestamp: str, event_id: str) -> bytes:

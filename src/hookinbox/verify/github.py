@@ -18,10 +18,10 @@ import hashlib
 import hmac
 from collections.abc import Mapping, Sequence
 
+from hookinbox.config.schemes import FingerprintPolicy
 from hookinbox.errors import ConfigError, InvalidSignature, MissingHeaders
 from hookinbox.verify.base import VerifiedEvent, any_digest_matches, parse_json_object
 from hookinbox.verify.fingerprint import identify
-from hookinbox.verify.options import FingerprintPolicy
 
 SIGNATURE = "x-hub-signature-256"
 DELIVERY = "x-github-delivery"

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from hookinbox.config import Source
+from hookinbox.config.schemes import SCHEME_NAMES, HmacOptions, SdkOptions
 from hookinbox.errors import ConfigError
 from hookinbox.verify.base import Signer, Verifier
 from hookinbox.verify.generic_hmac import HmacSigner, HmacVerifier
 from hookinbox.verify.github import GitHubSigner, GitHubVerifier
-from hookinbox.verify.options import SCHEME_NAMES, HmacOptions, SdkOptions
 from hookinbox.verify.sdk import SdkVerifier
 from hookinbox.verify.shopify import ShopifySigner, ShopifyVerifier
 from hookinbox.verify.slack import SlackSigner, SlackVerifier

@@ -19,6 +19,7 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from hookinbox.config.schemes import FingerprintPolicy, SdkProvider
 from hookinbox.errors import ConfigError, InvalidSignature, MissingEventId, MissingHeaders
 from hookinbox.verify import stripe as builtin_stripe
 from hookinbox.verify.base import (
@@ -29,7 +30,6 @@ from hookinbox.verify.base import (
     string_at,
 )
 from hookinbox.verify.fingerprint import identify
-from hookinbox.verify.options import FingerprintPolicy, SdkProvider
 
 #: Raises on a bad delivery; returns nothing useful.
 Check = Callable[[bytes, Mapping[str, str]], object]

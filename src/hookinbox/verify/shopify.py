@@ -27,10 +27,10 @@ import hmac
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
+from hookinbox.config.schemes import FingerprintPolicy, ShopifyOptions
 from hookinbox.errors import ConfigError, InvalidSignature, MissingHeaders
 from hookinbox.verify.base import VerifiedEvent, any_digest_matches, parse_json_object
 from hookinbox.verify.fingerprint import identify
-from hookinbox.verify.options import FingerprintPolicy, ShopifyOptions
 
 
 def signature_of(secret: bytes, body: bytes) -> str:

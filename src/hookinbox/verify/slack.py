@@ -19,6 +19,7 @@ import hmac
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hookinbox.config.schemes import FingerprintPolicy
 from hookinbox.errors import ConfigError, InvalidSignature, MalformedJson, MissingHeaders
 from hookinbox.verify.base import (
     VerifiedEvent,
@@ -29,7 +30,6 @@ from hookinbox.verify.base import (
     string_at,
 )
 from hookinbox.verify.fingerprint import identify
-from hookinbox.verify.options import FingerprintPolicy
 
 SIGNATURE = "x-slack-signature"
 TIMESTAMP = "x-slack-request-timestamp"

@@ -15,6 +15,7 @@ import hashlib
 import hmac
 from collections.abc import Mapping, Sequence
 
+from hookinbox.config.schemes import FingerprintPolicy
 from hookinbox.errors import ConfigError, InvalidSignature, MissingHeaders
 from hookinbox.verify.base import (
     VerifiedEvent,
@@ -25,7 +26,6 @@ from hookinbox.verify.base import (
     string_at,
 )
 from hookinbox.verify.fingerprint import identify
-from hookinbox.verify.options import FingerprintPolicy
 
 HEADER = "stripe-signature"
 

@@ -22,7 +22,7 @@ from hookinbox.http.errors import RETRY_AFTER_SECONDS
 from hookinbox.logs import get_logger
 
 if TYPE_CHECKING:
-    from hookinbox.ingest import Receiver
+    from hookinbox.receive.receiver import Receiver
 
 log = get_logger("hookinbox.http")
 

@@ -7,7 +7,7 @@ attaches the provider's reference when the provider answers::
     await inbox.resources.attach_ref(task.id, provider_task_id)
 
 A route with a ``resource`` table then moves it by the provider's callbacks through its
-state machine (:mod:`hookinbox.machine`): the event's reference finds the resource, the
+state machine (:mod:`hookinbox.resources.machine`): the event's reference finds the resource, the
 event's tenant and owner must match it, the machine judges the transition, and the
 transition, its outbox rows and the job's completion are one transaction (the store's
 ``apply_resource_event``). An event for a reference not attached yet is parked and
@@ -22,15 +22,13 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hookinbox.actions import Event
 from hookinbox.config import Config
-from hookinbox.effects import JobContext, JobSettled
+from hookinbox.config.resources import ResourceBinding
 from hookinbox.errors import ConfigError, NotFound
 from hookinbox.ids import new_delivery_id
 from hookinbox.logs import get_logger
-from hookinbox.machine import StateMachine
 from hookinbox.metrics import resource_event_counted
-from hookinbox.resource_config import ResourceBinding, build_machines, targets_of
+from hookinbox.resources.machine import StateMachine, build_machines
 from hookinbox.store import (
     Finding,
     NewDelivery,
@@ -42,6 +40,8 @@ from hookinbox.store import (
     TransitionView,
 )
 from hookinbox.verify.base import string_at
+from hookinbox.work.actions import Event
+from hookinbox.work.effects import JobContext, JobSettled
 
 log = get_logger("hookinbox.resources")
 
@@ -172,7 +172,7 @@ def resource_event(
     job_id: str,
 ) -> ResourceEvent | str:
     """What the event asks of its resource, or the dead-letter code saying why it can't."""
-    target = targets_of(binding, machine).get(event_type)
+    target = (binding.targets or machine.events).get(event_type)
     if target is None:
         return "unmapped_event"
     ref = string_at(payload, binding.ref)

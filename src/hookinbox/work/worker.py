@@ -13,39 +13,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import random
 import socket
 import time
 from collections.abc import Mapping
 
 import httpx
 
-from hookinbox.actions import Action, Event, build_actions
-from hookinbox.config import Config, Worker
-from hookinbox.effects import EffectInProgress, JobContext, JobSettled
+from hookinbox.backoff import JITTER, backoff_seconds
+from hookinbox.codes import JobCode, error_code_of
+from hookinbox.config import Config
 from hookinbox.errors import HookinboxError, MalformedJson
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
 from hookinbox.store import ClaimedJob, Store
 from hookinbox.verify.base import parse_json_object
+from hookinbox.work.actions import Action, Event, build_actions
+from hookinbox.work.effects import EffectInProgress, JobContext, JobSettled
 
 log = get_logger("hookinbox.worker")
-
-
-def backoff_seconds(attempt: int, settings: Worker, rng: random.Random | None = None) -> float:
-    """Exponential in the attempt number, capped, with jitter over the upper half so a
-    burst of failures does not come back as a burst."""
-    ceiling = min(settings.backoff_max_seconds, settings.backoff_base_seconds * 2 ** (attempt - 1))
-    return float(ceiling * (0.5 + 0.5 * (rng or random).random()))
-
-
-def error_code_of(exc: BaseException) -> str:
-    """A short code for the journal: the error's own ``code`` or its class name. Never
-    the message, which may quote the payload."""
-    code = getattr(exc, "code", None)
-    if isinstance(code, str) and code:
-        return code[:100]
-    return type(exc).__name__[:100]
 
 
 class WorkerPool:
@@ -151,7 +136,7 @@ class WorkerPool:
         except TimeoutError:
             # A hung action would otherwise renew its lease forever. (A sync handler's
             # thread cannot be stopped; the effects ledger keeps its effect single.)
-            await self._settle_failure(job, "job_timeout", fields, final=False)
+            await self._settle_failure(job, JobCode.JOB_TIMEOUT, fields, final=False)
         except Exception as exc:
             await self._settle_failure(job, error_code_of(exc), fields, final=False)
         else:
@@ -187,13 +172,13 @@ class WorkerPool:
     async def _execute(self, job: ClaimedJob) -> str | JobSettled | None:
         action = self._actions.get((job.source, job.action))
         if action is None:
-            raise _Unrunnable("unknown_action")
+            raise _Unrunnable(JobCode.UNKNOWN_ACTION)
         if job.body is None:
-            raise _Unrunnable("payload_purged")
+            raise _Unrunnable(JobCode.PAYLOAD_PURGED)
         try:
             payload = parse_json_object(job.body)
         except MalformedJson:
-            raise _Unrunnable("malformed_json") from None
+            raise _Unrunnable(JobCode.MALFORMED_JSON) from None
         event = Event(
             delivery_id=job.delivery_id,
             source=job.source,
@@ -222,7 +207,7 @@ class WorkerPool:
     async def _defer(self, job: ClaimedJob, code: str, fields: dict[str, object]) -> None:
         """Wait for another job without spending an attempt: at most a lease, since by
         then its effect is recorded or its worker is gone."""
-        delay = min(self._settings.lease_seconds, backoff_seconds(job.attempts, self._settings))
+        delay = min(self._settings.lease_seconds, self._backoff(job.attempts))
         try:
             await self._store.defer_job(job.id, job.lease_token, code, delay)
             log.info("job_deferred", **fields, reason=code, retry_in_s=round(delay, 3))
@@ -238,13 +223,21 @@ class WorkerPool:
                 log.error("job_failed", **fields, error=code)
                 self.metrics.job_settled(job.source, job.action, "failed")
             else:
-                delay = backoff_seconds(job.attempts, self._settings)
+                delay = self._backoff(job.attempts)
                 await self._store.retry_job(job.id, job.lease_token, code, delay)
                 log.warning("job_retry", **fields, error=code, retry_in_s=round(delay, 3))
                 self.metrics.job_settled(job.source, job.action, "retried")
         except HookinboxError as exc:
             # The lease will expire and the job comes back: nothing is lost.
             log.error("job_settle_failed", **fields, error=code, store_error=exc.code)
+
+    def _backoff(self, attempt: int) -> float:
+        return backoff_seconds(
+            attempt,
+            base=self._settings.backoff_base_seconds,
+            cap=self._settings.backoff_max_seconds,
+            rng=JITTER,
+        )
 
     async def _complete(self, job: ClaimedJob, business_id: str | None) -> bool:
         for delay in (0.1, 0.5, 1.0, 2.0):

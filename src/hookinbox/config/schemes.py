@@ -1,13 +1,25 @@
 """Typed, frozen options of the schemes that need more than a secret.
 
 They are fields of :class:`hookinbox.config.Source` (``[sources.NAME.hmac]`` and so on) and
-are validated with it at start-up. This module must not import :mod:`hookinbox.config`:
-the config imports it.
+are validated with it at start-up; the verifiers in :mod:`hookinbox.verify` read them.
+
+A fingerprint policy (ids for providers that send none) is checked here too. What is never
+a good field, and refused at start-up:
+
+- an ``Authorization`` (or ``Proxy-Authorization``, ``Cookie``) header: a credential, and
+  it changes when the token rotates, which would split one event into two;
+- a signature header: it changes with every (re)delivery;
+- a field the source lists in ``fingerprint_forbidden`` (a prompt, a temporary URL ...),
+  or any parent or child of one, since a parent's value contains the child;
+- by name, a few fields that are secrets or short-lived by nature: ``prompt``, ``secret``,
+  ``password``, ``token``, ``api_key`` ... and anything ending in ``url`` (signed download
+  URLs expire and are re-signed, so the "same" event would get a new id).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
@@ -127,3 +139,78 @@ class FingerprintPolicy(_Options):
         if len(set(self.fields)) != len(self.fields) or len(set(self.headers)) != len(self.headers):
             raise ValueError("a fingerprint names each field or header once")
         return self
+
+
+#: Headers that carry a credential or change on every delivery.
+FORBIDDEN_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "webhook-signature",
+        "svix-signature",
+        "stripe-signature",
+        "x-hub-signature",
+        "x-hub-signature-256",
+        "x-shopify-hmac-sha256",
+        "shopify-hmac-sha256",
+        "x-slack-signature",
+    }
+)
+
+#: Last pointer segments (lower-cased, ``-`` read as ``_``) refused whatever the config says.
+FORBIDDEN_FIELD_NAMES = frozenset(
+    {
+        "prompt",
+        "secret",
+        "client_secret",
+        "password",
+        "token",
+        "access_token",
+        "refresh_token",
+        "api_key",
+        "apikey",
+        "authorization",
+    }
+)
+
+
+def _segment_name(pointer: str) -> str:
+    last = pointer.rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~")
+    return last.lower().replace("-", "_")
+
+
+def _overlaps(pointer: str, forbidden: str) -> bool:
+    """``/input`` overlaps ``/input/prompt`` and the other way round."""
+    return (
+        pointer == forbidden
+        or pointer.startswith(forbidden + "/")
+        or (forbidden.startswith(pointer + "/"))
+    )
+
+
+def refuse_unsafe(policy: FingerprintPolicy, forbidden: Iterable[str] = ()) -> None:
+    """Raise ValueError naming the first field or header a fingerprint must not use.
+
+    ``forbidden`` holds JSON pointers (``/input/prompt``) and header names (``x-api-key``).
+    """
+    forbidden_pointers = [f for f in forbidden if f.startswith("/")]
+    forbidden_headers = {f.lower() for f in forbidden if not f.startswith("/")}
+    for header in policy.headers:
+        if header in FORBIDDEN_HEADERS or header in forbidden_headers:
+            raise ValueError(
+                f"header {header!r} may not be part of a fingerprint "
+                "(credentials and signatures never identify an event)"
+            )
+    for pointer in policy.fields:
+        for denied in forbidden_pointers:
+            if _overlaps(pointer, denied):
+                raise ValueError(
+                    f"field {pointer!r} is listed in (or overlaps) fingerprint_forbidden"
+                )
+        name = _segment_name(pointer)
+        if name in FORBIDDEN_FIELD_NAMES or name.endswith("url"):
+            raise ValueError(
+                f"field {pointer!r} looks like a prompt, a secret or a temporary URL; "
+                "a fingerprint uses stable identifying fields only"
+            )

@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import inspect
 import os
-import random
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -30,12 +29,14 @@ from typing import Any, Protocol
 
 import httpx
 
-from hookinbox.actions import ActionError, load_callable
+from hookinbox import outbound
+from hookinbox.backoff import JITTER, backoff_seconds
+from hookinbox.codes import JobCode, error_code_of
+from hookinbox.config.resources import OutboxSettings
 from hookinbox.errors import HookinboxError
+from hookinbox.loading import load_callable
 from hookinbox.logs import get_logger
-from hookinbox.resource_config import OutboxSettings
 from hookinbox.store import ClaimedOutbox, Store
-from hookinbox.worker import error_code_of
 
 log = get_logger("hookinbox.outbox")
 
@@ -72,18 +73,9 @@ class ForwardSender:
             "x-hookinbox-outbox-kind": message.kind,
             "x-hookinbox-attempt": str(message.attempt),
         }
-        try:
-            response = await self._client.post(
-                self._url, json=message.body, headers=headers, timeout=self._timeout
-            )
-        except httpx.TimeoutException:
-            raise ActionError("timeout") from None
-        except httpx.ConnectError:
-            raise ActionError("connect_error") from None
-        except httpx.HTTPError as exc:
-            raise ActionError("http_error", type(exc).__name__) from None
-        if not 200 <= response.status_code < 300:
-            raise ActionError(f"http_{response.status_code}")
+        await outbound.post(
+            self._client, self._url, json=message.body, headers=headers, timeout=self._timeout
+        )
 
 
 class CallableSender:
@@ -110,12 +102,6 @@ def build_sender(settings: OutboxSettings, client: httpx.AsyncClient) -> Sender 
     if settings.handler is not None:
         return CallableSender(load_callable(settings.handler, "outbox.handler"))
     return None
-
-
-def outbox_backoff(attempt: int, settings: OutboxSettings) -> float:
-    """Exponential in the attempt, capped, jittered over the upper half."""
-    ceiling = min(settings.backoff_max_seconds, settings.backoff_base_seconds * 2 ** (attempt - 1))
-    return float(ceiling) * (0.5 + 0.5 * random.random())
 
 
 class OutboxRelay:
@@ -196,7 +182,7 @@ class OutboxRelay:
         try:
             await asyncio.wait_for(self._sender.send(message), self._settings.timeout_seconds)
         except Exception as exc:
-            code = "timeout" if isinstance(exc, TimeoutError) else error_code_of(exc)
+            code = JobCode.TIMEOUT if isinstance(exc, TimeoutError) else error_code_of(exc)
             await self._settle_failure(row, code, fields)
             return
         finally:
@@ -229,7 +215,12 @@ class OutboxRelay:
                 await self._store.finish_outbox(row.key, row.lease_token, "failed", error_code=code)
                 log.error("outbox_failed", **fields, error=code)
             else:
-                delay = outbox_backoff(row.attempts, self._settings)
+                delay = backoff_seconds(
+                    row.attempts,
+                    base=self._settings.backoff_base_seconds,
+                    cap=self._settings.backoff_max_seconds,
+                    rng=JITTER,
+                )
                 await self._store.finish_outbox(
                     row.key, row.lease_token, "pending", error_code=code, delay_seconds=delay
                 )

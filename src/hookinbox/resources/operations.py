@@ -4,7 +4,7 @@ Two trace layers, so ``hookinbox trace EVENT_ID`` and the admin delivery page sh
 ``transitions`` (every line of the transition log a delivery wrote: applied, or rejected
 with its reason) and ``outbox`` (the rows those transitions produced, with their state;
 never their body, which ``hookinbox outbox show KEY`` gives). And the four resource
-checks of reconciliation (:mod:`hookinbox.resource_checks`). And :func:`resend_outbox`,
+checks of reconciliation (:mod:`hookinbox.resources.checks`). And :func:`resend_outbox`,
 the operator's resend of one notification, audited like a replay or a dead-letter retry.
 
 :func:`install` registers them; :mod:`hookinbox.app` calls it when imported, which every
@@ -18,7 +18,7 @@ from typing import Any
 
 from hookinbox.ops.reconcile import register_check
 from hookinbox.ops.trace import register_trace_layer
-from hookinbox.resource_checks import CHECKS
+from hookinbox.resources.checks import CHECKS
 from hookinbox.store import DeliveryView, OutboxView, Store, iso
 
 

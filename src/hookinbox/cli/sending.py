@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 
 from hookinbox.config import Config, Source
+from hookinbox.config.schemes import FingerprintPolicy, HmacOptions
 from hookinbox.errors import ConfigError, UnknownSource
 from hookinbox.verify.base import MISSING, resolve_pointer
-from hookinbox.verify.options import FingerprintPolicy, HmacOptions
 from hookinbox.verify.registry import build_signer
 
 

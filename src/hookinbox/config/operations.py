@@ -11,26 +11,18 @@ TOML (every key optional; durations as ``90s``, ``15m``, ``72h``, ``30d`` or sec
     purge_batch = 1000             # rows per purge transaction
     accepted_too_old = "1h"        # reconcile: accepted jobs / started effects older than this
     pause_refresh_seconds = 2      # how often each receiver re-reads paused sources
-
-Kept apart from ``config.py`` (which imports this module) so each concept stays one screen.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from hookinbox.config.fields import Frozen, parse_duration
 
 
-def _seconds(value: Any) -> float:
-    from hookinbox.config import parse_duration  # config imports this module
-
-    return parse_duration(value)
-
-
-class Operations(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Operations(Frozen):
     dlq_review_days: float = Field(default=7.0, gt=0, le=3650)
     redelivery_window: float = Field(default=72 * 3600.0, ge=0)
     key_retention: float = Field(default=30 * 86400.0, gt=0)
@@ -53,7 +45,7 @@ class Operations(BaseModel):
     def _duration(cls, value: Any) -> float:
         if isinstance(value, str) and value.strip().lower() in ("off", "never", "none"):
             return 0.0
-        return _seconds(value)
+        return parse_duration(value)
 
     @model_validator(mode="after")
     def _keys_outlive_redelivery(self) -> Operations:

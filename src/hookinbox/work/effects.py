@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hookinbox.codes import JobCode
 from hookinbox.errors import HookinboxError
 from hookinbox.logs import get_logger
 from hookinbox.store import Store
@@ -54,7 +55,7 @@ MAX_RESULT_BYTES = 16_384
 class EffectInProgress(HookinboxError):
     """Another job holds this effect's key and is making it now; retried later."""
 
-    code = "effect_in_progress"
+    code = JobCode.EFFECT_IN_PROGRESS.value
 
 
 def _checked_result(result: Any) -> Any:

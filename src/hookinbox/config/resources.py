@@ -2,7 +2,7 @@
 
 TOML::
 
-    [machines.video]                       # optional: "video" is built in (machine.VIDEO)
+    [machines.video]                       # optional: "video" is built in
     states = ["submitted", "processing", "ready", "failed"]
     initial = "submitted"
     terminal = ["ready", "failed"]
@@ -28,8 +28,10 @@ TOML::
     [outbox]
     forward = "http://notifier.internal/notify"   # or handler = "pkg.mod:send"
 
-Kept apart from ``config.py`` so that module stays one screen per concept; it imports
-nothing from it (``config.py`` imports this one).
+A machine table is validated here, once, at start-up: an unknown state, a state no path
+reaches from the initial one, or a transition out of a terminal state is a configuration
+error that names its key, because a machine with such a hole would silently strand
+resources. :class:`hookinbox.resources.machine.StateMachine` is built from a checked table.
 """
 
 from __future__ import annotations
@@ -38,22 +40,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from hookinbox.config_fields import ForwardUrl, HandlerPath
+from hookinbox.config.fields import ForwardUrl, Frozen, HandlerPath
+from hookinbox.config.schemes import check_pointer
 from hookinbox.errors import ConfigError
-from hookinbox.machine import BUILTIN_MACHINES, StateMachine
-from hookinbox.verify.options import check_pointer
 
 _NAME = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MachineConfig(_Frozen):
-    """One ``[machines.NAME]`` table; validated as a whole by :meth:`build`."""
+class MachineConfig(Frozen):
+    """One ``[machines.NAME]`` table; validated as a whole by :meth:`check`."""
 
     states: tuple[str, ...]
     initial: str
@@ -70,19 +67,90 @@ class MachineConfig(_Frozen):
                 raise ValueError(f"outbox kind {kind!r} may hold only letters, digits, _ and -")
         return value
 
-    def build(self, name: str) -> StateMachine:
-        return StateMachine.declare(
-            name,
-            states=self.states,
-            initial=self.initial,
-            transitions=self.transitions,
-            terminal=self.terminal,
-            events=self.events,
-            notify=self.notify,
-        )
+    def check(self, where: str) -> None:
+        """Raise ConfigError naming the first fault of the table (``where`` is its key)."""
+        known = set(self.states)
+        if not self.states:
+            raise ConfigError(f"{where}.states: a machine needs at least one state")
+        if len(known) != len(self.states):
+            raise ConfigError(f"{where}.states: a state is listed twice")
+        if self.initial not in known:
+            raise ConfigError(f"{where}.initial: unknown state {self.initial!r}")
+        for state in sorted(self.terminal):
+            if state not in known:
+                raise ConfigError(f"{where}.terminal: unknown state {state!r}")
+        for src, targets in self.transitions.items():
+            if src not in known:
+                raise ConfigError(f"{where}.transitions.{src}: unknown state {src!r}")
+            for dst in sorted(targets):
+                if dst not in known:
+                    raise ConfigError(f"{where}.transitions.{src}: unknown state {dst!r}")
+            if src in self.terminal and targets:
+                raise ConfigError(
+                    f"{where}.transitions.{src}: {src!r} is terminal; nothing may leave it"
+                )
+            if src in targets:
+                raise ConfigError(f"{where}.transitions.{src}: a state cannot move to itself")
+        unreachable = known - self.reachable()
+        if unreachable:
+            raise ConfigError(
+                f"{where}.states: unreachable from {self.initial!r}: "
+                f"{', '.join(sorted(unreachable))}"
+            )
+        for event_type, state in self.events.items():
+            if state not in known:
+                raise ConfigError(f"{where}.events.{event_type}: unknown state {state!r}")
+        for state in self.notify:
+            if state not in known:
+                raise ConfigError(f"{where}.notify.{state}: unknown state {state!r}")
+
+    def reachable(self) -> set[str]:
+        seen = {self.initial}
+        todo = [self.initial]
+        while todo:
+            for nxt in self.transitions.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
 
 
-class ResourceBinding(_Frozen):
+#: The shipped example: a video (or any asynchronous AI) task created by the application,
+#: then moved by the provider's callbacks. Any first callback may arrive (the network does
+#: not keep order), so ``submitted`` may go straight to ``ready`` or ``failed``.
+VIDEO_MACHINE = MachineConfig(
+    states=("submitted", "processing", "ready", "failed"),
+    initial="submitted",
+    transitions={
+        "submitted": ("processing", "ready", "failed"),
+        "processing": ("ready", "failed"),
+    },
+    terminal=("ready", "failed"),
+    events={
+        "video.processing": "processing",
+        "video.ready": "ready",
+        "video.failed": "failed",
+    },
+    notify={"ready": "video-ready", "failed": "video-failed"},
+)
+
+#: Machines every config has unless it declares its own under the same name.
+BUILTIN_MACHINES: Mapping[str, MachineConfig] = {"video": VIDEO_MACHINE}
+
+
+def machine_tables(machines: Mapping[str, MachineConfig]) -> dict[str, MachineConfig]:
+    """The built-in tables, overridden or extended by the config's ``[machines.*]``,
+    each checked."""
+    tables = dict(BUILTIN_MACHINES)
+    for name, table in machines.items():
+        if not _NAME.match(name):
+            raise ConfigError(f"machines.{name}: a machine name may hold only letters, digits, _ -")
+        table.check(f"machines.{name}")
+        tables[name] = table
+    return tables
+
+
+class ResourceBinding(Frozen):
     """A route that drives a tracked resource instead of running a handler or forward."""
 
     kind: str = Field(min_length=1, max_length=64)
@@ -115,7 +183,7 @@ class ResourceBinding(_Frozen):
         return self
 
 
-class OutboxSettings(_Frozen):
+class OutboxSettings(Frozen):
     """The relay that sends outbox rows: an HTTP forward or a Python callable."""
 
     forward: ForwardUrl | None = None
@@ -143,28 +211,18 @@ class OutboxSettings(_Frozen):
         return self.forward is not None or self.handler is not None
 
 
-def build_machines(machines: Mapping[str, MachineConfig]) -> dict[str, StateMachine]:
-    """The built-in machines, overridden or extended by the config's ``[machines.*]``."""
-    built = dict(BUILTIN_MACHINES)
-    for name, spec in machines.items():
-        if not _NAME.match(name):
-            raise ConfigError(f"machines.{name}: a machine name may hold only letters, digits, _ -")
-        built[name] = spec.build(name)
-    return built
-
-
 def check_resource_routes(
     machines: Mapping[str, MachineConfig], sources: Mapping[str, Any]
 ) -> None:
     """Every resource route names a known machine, and maps events to its states only."""
-    built = build_machines(machines)
+    tables = machine_tables(machines)
     for source_name, source in sources.items():
         for index, route in enumerate(source.routes):
             binding: ResourceBinding | None = route.resource
             if binding is None:
                 continue
             where = f"sources.{source_name}.routes.{index}.resource"
-            machine = built.get(binding.kind)
+            machine = tables.get(binding.kind)
             if machine is None:
                 raise ConfigError(f"{where}.kind: no machine named {binding.kind!r}")
             targets = binding.targets or machine.events
@@ -176,7 +234,3 @@ def check_resource_routes(
             for event_type, state in targets.items():
                 if state not in machine.states:
                     raise ConfigError(f"{where}.targets.{event_type}: unknown state {state!r}")
-
-
-def targets_of(binding: ResourceBinding, machine: StateMachine) -> Mapping[str, str]:
-    return binding.targets or machine.events

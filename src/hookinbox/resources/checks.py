@@ -4,7 +4,7 @@ Each check is one question: a terminal resource that no delivery's applied trans
 moved there (someone changed it by hand, or an event is missing); an applied transition
 into a notifying state with no outbox row; an outbox row unsent past
 ``outbox.unsent_after_seconds``; a parked event past its deadline (no worker is running).
-:func:`hookinbox.resource_ops.install` adds them to the operators' list in
+:func:`hookinbox.resources.operations.install` adds them to the operators' list in
 :mod:`hookinbox.ops.reconcile` (on every library path, not only the CLI's).
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hookinbox.config import Config
-from hookinbox.resource_config import build_machines
+from hookinbox.resources.machine import build_machines
 from hookinbox.store import Store
 
 #: How many findings a check counts at most (the samples shown are fewer).

@@ -1,4 +1,4 @@
-"""The TOML configuration: frozen value objects validated once, at start-up.
+"""The config file and its main tables: sources, routes, worker, server.
 
 Every validation error names the key it is about (``sources.openai.routes.0.handler``) in
 one line, because that line is what an operator sees when ``hookinbox serve`` refuses to
@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
@@ -26,17 +24,15 @@ from pydantic import (
     model_validator,
 )
 
-from hookinbox.config_fields import ForwardUrl, HandlerPath
-from hookinbox.errors import ConfigError
-from hookinbox.ops_config import Operations
-from hookinbox.resource_config import (
+from hookinbox.config.fields import ForwardUrl, Frozen, HandlerPath, parse_duration
+from hookinbox.config.operations import Operations
+from hookinbox.config.resources import (
     MachineConfig,
     OutboxSettings,
     ResourceBinding,
     check_resource_routes,
 )
-from hookinbox.verify.fingerprint import refuse_unsafe
-from hookinbox.verify.options import (
+from hookinbox.config.schemes import (
     SCHEME_NAMES,
     FingerprintPolicy,
     HmacOptions,
@@ -44,7 +40,9 @@ from hookinbox.verify.options import (
     ShopifyOptions,
     check_header_name,
     check_pointer,
+    refuse_unsafe,
 )
+from hookinbox.errors import ConfigError
 
 DEFAULT_CONFIG_PATH = "hookinbox.toml"
 CONFIG_ENV = "HOOKINBOX_CONFIG"
@@ -52,27 +50,9 @@ CONFIG_ENV = "HOOKINBOX_CONFIG"
 #: Keys that would put a secret into the file itself. Refused wherever they appear.
 _SECRET_KEYS = frozenset({"secret", "secrets", "signing_secret", "webhook_secret", "api_key"})
 _SECRET_VALUE = re.compile(r"^(whsec_|whpk_|whsk_|sk_live_|sk_test_|xoxb-|xoxp-)")
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 
 
-def parse_duration(value: str | float | int) -> float:
-    """Seconds from ``90``, ``"90s"``, ``"15m"``, ``"72h"`` or ``"30d"``."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if value < 0:
-            raise ValueError("a duration cannot be negative")
-        return float(value)
-    match = _DURATION.match(str(value))
-    if not match:
-        raise ValueError(f"not a duration: {value!r} (use e.g. 90s, 15m, 72h, 30d)")
-    return float(match.group(1)) * _DURATION_UNITS[match.group(2) or "s"]
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Route(_Frozen):
+class Route(Frozen):
     """Which events of a source run which action."""
 
     events: tuple[str, ...] = ("*",)
@@ -101,7 +81,7 @@ class Route(_Frozen):
         return any(fnmatch.fnmatchcase(event_type, pattern) for pattern in self.events)
 
 
-class Source(_Frozen):
+class Source(Frozen):
     """One webhook endpoint: ``POST /webhooks/{name}``."""
 
     scheme: str = "standard-webhooks"
@@ -186,7 +166,7 @@ class Source(_Frozen):
         return [route for route in self.routes if route.matches(event_type)]
 
 
-class Worker(_Frozen):
+class Worker(Frozen):
     concurrency: int = Field(default=4, ge=1, le=256)
     max_attempts: int = Field(default=8, ge=1, le=100)
     backoff_base_seconds: float = Field(default=1.0, gt=0, le=3600)
@@ -203,7 +183,7 @@ class Worker(_Frozen):
         return self
 
 
-class Server(_Frozen):
+class Server(Frozen):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
     #: Most reservations written in one commit.
@@ -217,7 +197,7 @@ class Server(_Frozen):
     batch_in_flight: int | None = Field(default=None, ge=1, le=64)
 
 
-class Config(_Frozen):
+class Config(Frozen):
     database: str = "sqlite:///var/hookinbox.db"
     sources: dict[str, Source] = Field(default_factory=dict)
     worker: Worker = Worker()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import json
 from collections.abc import Callable
@@ -12,9 +11,10 @@ from typing import Any, Protocol
 
 import httpx
 
+from hookinbox import outbound
 from hookinbox.config import Config, Route
-from hookinbox.effects import JobContext, SyncJobContext
-from hookinbox.errors import ConfigError, HookinboxError
+from hookinbox.loading import load_callable
+from hookinbox.work.effects import JobContext, SyncJobContext
 
 
 @dataclass(frozen=True)
@@ -31,32 +31,10 @@ class Event:
     attempt: int
 
 
-class ActionError(HookinboxError):
-    """The action failed; the job will be retried or dead-lettered with this code."""
-
-    code = "action_failed"
-
-    def __init__(self, code: str, message: str | None = None) -> None:
-        super().__init__(message or code)
-        self.code = code
-
-
 class Action(Protocol):
     async def run(self, event: Event, ctx: JobContext) -> str | None:
         """Do the work; return a business id (or None). Raise to fail the attempt."""
         ...
-
-
-def load_callable(path: str, where: str) -> Callable[..., Any]:
-    module_name, _, attr = path.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"{where}: cannot import module {module_name!r} ({exc})") from None
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise ConfigError(f"{where}: {module_name!r} has no callable {attr!r}")
-    return fn  # type: ignore[no-any-return]
 
 
 class HandlerAction:
@@ -109,19 +87,9 @@ class ForwardAction:
         headers["x-hookinbox-event-type"] = event.type
         headers["x-hookinbox-attempt"] = str(event.attempt)
         headers.setdefault("content-type", "application/json")
-        try:
-            response = await self._client.post(
-                self._url, content=event.body, headers=headers, timeout=self._timeout
-            )
-        except httpx.TimeoutException:
-            raise ActionError("timeout") from None
-        except httpx.ConnectError as exc:
-            code = "dns_error" if "name" in str(exc).lower() else "connect_error"
-            raise ActionError(code) from None
-        except httpx.HTTPError as exc:
-            raise ActionError("http_error", type(exc).__name__) from None
-        if not 200 <= response.status_code < 300:
-            raise ActionError(f"http_{response.status_code}")
+        response = await outbound.post(
+            self._client, self._url, content=event.body, headers=headers, timeout=self._timeout
+        )
         return _business_id_from_answer(response)
 
 
@@ -140,8 +108,8 @@ def _business_id_from_answer(response: httpx.Response) -> str | None:
 
 def build_actions(config: Config, client: httpx.AsyncClient) -> dict[tuple[str, str], Action]:
     """Every (source, action) of the config, resolved now so a typo fails at start-up."""
-    from hookinbox.resource_config import build_machines
-    from hookinbox.resources import ResourceAction
+    from hookinbox.resources.machine import build_machines
+    from hookinbox.resources.service import ResourceAction
 
     machines = build_machines(config.machines)
     actions: dict[tuple[str, str], Action] = {}

@@ -1,0 +1,2 @@
+"""The admin web page under ``/admin``, for operators: overview, deliveries with their
+trace, dead letters, sources."""

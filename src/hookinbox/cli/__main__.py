@@ -1,0 +1,5 @@
+"""``python -m hookinbox.cli``."""
+
+from hookinbox.cli.main import main
+
+main()

@@ -1,0 +1,109 @@
+"""What every command shares: loading the config, opening the store, one-line errors.
+
+The CLI is the only place where errors become exit codes: every
+:class:`~hookinbox.errors.HookinboxError` ends a command with one line
+(``hookinbox: <code>: <message>``) and its ``exit_code`` (2 config or bad argument,
+3 store, 4 not found, 5 refused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from hookinbox.config import Config, load_config, parse_duration
+from hookinbox.errors import HookinboxError, InvalidArgument
+from hookinbox.logs import configure_logging
+from hookinbox.store import Store, open_store_for
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+config_option = click.option(
+    "--config",
+    "config_path",
+    envvar="HOOKINBOX_CONFIG",
+    default=None,
+    help="Config file [env HOOKINBOX_CONFIG, else ./hookinbox.toml].",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+def fail(message: str, code: int) -> None:
+    click.echo(f"hookinbox: {message}", err=True)
+    sys.exit(code)
+
+
+def reports_errors(fn: F) -> F:
+    """Every HookinboxError ends the command with one line and its exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except HookinboxError as exc:
+            fail(f"{exc.code}: {exc.message}", exc.exit_code)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+@asynccontextmanager
+async def opened_store(config: Config) -> AsyncIterator[Store]:
+    store = open_store_for(config.database)
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+def print_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, default=str))
+
+
+def quiet_config(path: str | None) -> Config:
+    """Load the config; keep log lines (to stderr) for errors only, so ``--json`` output
+    and the one-line refusals stay clean. The audit of every change is in the store."""
+    configure_logging("console", "error")
+    return load_config(path)
+
+
+def console() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def parse_since(value: str | None) -> datetime | None:
+    """``--since 24h`` (that long ago) or an ISO time (``2025-01-31T12:00Z``, UTC if bare)."""
+    if value is None:
+        return None
+    try:
+        return datetime.now(UTC) - timedelta(seconds=parse_duration(value))
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidArgument(f"--since: {value!r} is neither a duration nor an ISO time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def duration_flag(flag: str, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise InvalidArgument(f"{flag}: {exc}") from None

@@ -1,0 +1,128 @@
+"""``hookinbox dlq list|retry``: the dead letters, and sending them round again."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from hookinbox import ops
+from hookinbox.cli.common import (
+    config_option,
+    console,
+    json_option,
+    opened_store,
+    parse_since,
+    print_json,
+    quiet_config,
+    reports_errors,
+    run,
+)
+from hookinbox.errors import InvalidArgument, OperationRefused
+from hookinbox.store import (
+    iso,
+)
+
+
+@click.group()
+def dlq() -> None:
+    """Dead letters: failed jobs, with reason and review deadline; retry them."""
+
+
+@dlq.command("list")
+@config_option
+@click.option("--source", default=None, help="Only this source.")
+@click.option("--since", default=None, help="Failed since: a duration (24h) or ISO time.")
+@click.option("--limit", type=int, default=50, show_default=True)
+@json_option
+@reports_errors
+def dlq_list(
+    config_path: str | None, source: str | None, since: str | None, limit: int, as_json: bool
+) -> None:
+    """Failed jobs, newest failure first."""
+    config = quiet_config(config_path)
+    after = parse_since(since)
+
+    async def go() -> ops.DeadLetterList:
+        async with opened_store(config) as store:
+            return await ops.dlq_list(store, config, source=source, since=after, limit=limit)
+
+    found = run(go())
+    if as_json:
+        print_json(found.as_json())
+        return
+    if not found.jobs:
+        click.echo("no dead letters")
+        return
+    table = Table(
+        "job_id",
+        "source",
+        "event_id",
+        "reason",
+        "attempts",
+        "first_failure",
+        "failed_at",
+        "review_by",
+    )
+    for job in found.jobs:
+        table.add_row(
+            job.id,
+            job.source,
+            job.event_id,
+            job.last_error or "",
+            f"{job.attempts}/{job.max_attempts}",
+            iso(job.first_failed_at) or "",
+            iso(job.failed_at) or "",
+            iso(found.deadline(job)) or "",
+        )
+    console().print(table)
+
+
+@dlq.command("retry")
+@config_option
+@click.argument("job_id", required=False)
+@click.option("--all", "retry_all", is_flag=True, help="Retry many (needs --limit).")
+@click.option("--limit", type=int, default=None, help="Most dead letters to retry with --all.")
+@click.option("--source", default=None, help="With --all: only this source.")
+@click.option("--dry-run", is_flag=True, help="Show what would be retried; change nothing.")
+@json_option
+@reports_errors
+def dlq_retry(
+    config_path: str | None,
+    job_id: str | None,
+    retry_all: bool,
+    limit: int | None,
+    source: str | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Put dead letters back to accepted, attempts reset: JOB_ID, or --all --limit N."""
+    if retry_all == (job_id is not None):
+        raise InvalidArgument("give either JOB_ID or --all --limit N")
+    if retry_all and limit is None:
+        raise OperationRefused("dlq retry --all needs --limit N: a bulk retry is always bounded")
+    if job_id is not None and (limit is not None or source is not None):
+        raise InvalidArgument("--limit and --source go with --all, not with JOB_ID")
+    config = quiet_config(config_path)
+    actor = ops.default_actor()
+
+    async def go() -> ops.RetryReport:
+        async with opened_store(config) as store:
+            if job_id is not None:
+                return await ops.dlq_retry(store, config, job_id, actor=actor, dry_run=dry_run)
+            assert limit is not None
+            return await ops.dlq_retry_all(
+                store, config, limit=limit, source=source, actor=actor, dry_run=dry_run
+            )
+
+    report = run(go())
+    if as_json:
+        print_json(report.as_json())
+        return
+    if not report.items:
+        click.echo("no dead letters to retry")
+        return
+    for item in report.items:
+        reason = f": {item.reason}" if item.reason else ""
+        click.echo(f"{item.job_id}  {item.outcome}{reason}")
+    verb = "would requeue" if dry_run else "requeued"
+    click.echo(f"{verb} {sum(i.outcome != 'refused' for i in report.items)} of {len(report.items)}")

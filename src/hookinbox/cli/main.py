@@ -1,0 +1,46 @@
+"""The ``hookinbox`` command: one group, each command group in a module of its own.
+
+Environment: ``HOOKINBOX_CONFIG`` (config file when ``--config`` is not given; then
+``./hookinbox.toml``). Secrets are read from the variables each source names in
+``secret_env``. Who ran an operator command is recorded as ``cli:$USER``
+(``HOOKINBOX_ACTOR`` overrides).
+"""
+
+from __future__ import annotations
+
+import click
+
+from hookinbox.cli.deliveries import deliveries
+from hookinbox.cli.dlq import dlq
+from hookinbox.cli.maintenance import purge, reconcile
+from hookinbox.cli.outbox import outbox
+from hookinbox.cli.replay import replay
+from hookinbox.cli.resources import resources
+from hookinbox.cli.send import send
+from hookinbox.cli.serve import migrate, serve, worker
+from hookinbox.cli.sources import sources
+from hookinbox.cli.trace import trace
+
+
+@click.group()
+@click.version_option(package_name="hookinbox")
+def main() -> None:
+    """hookinbox: receive webhooks once, process them exactly once."""
+
+
+for command in (
+    serve,
+    worker,
+    migrate,
+    send,
+    deliveries,
+    dlq,
+    replay,
+    purge,
+    reconcile,
+    sources,
+    trace,
+    resources,
+    outbox,
+):
+    main.add_command(command)

@@ -1,0 +1,141 @@
+"""``hookinbox outbox list|show|retry|resend``: the notifications tracked resources send.
+
+``outbox resend KEY`` sends one notification again by re-reading its existing outbox row
+(same key, same body); the resource is not touched. ``outbox retry KEY`` does the same
+for a dead letter only. Each is recorded in the operators' audit (who, which key).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from hookinbox.cli.common import (
+    config_option,
+    json_option,
+    opened_store,
+    print_json,
+    quiet_config,
+    reports_errors,
+    run,
+)
+from hookinbox.errors import NotFound
+from hookinbox.ops.actor import default_actor
+from hookinbox.resources.operations import resend_outbox
+from hookinbox.store import (
+    OUTBOX_STATES,
+    OutboxView,
+    iso,
+)
+
+
+@click.group()
+def outbox() -> None:
+    """Notifications waiting, sent and dead-lettered, by stable key."""
+
+
+def _print_outbox(rows: list[OutboxView], as_json: bool) -> None:
+    if as_json:
+        print_json([r.as_json() for r in rows])
+        return
+    table = Table("key", "kind", "state", "attempts", "last_error", "created", "sent")
+    for r in rows:
+        table.add_row(
+            r.key, r.kind, r.state, str(r.attempts), r.last_error or "", iso(r.created_at),
+            iso(r.sent_at) or "",
+        )  # fmt: skip
+    Console().print(table)
+
+
+@outbox.command("list")
+@config_option
+@click.option("--state", type=click.Choice(OUTBOX_STATES), default=None)
+@click.option("--kind", default=None)
+@click.option("--limit", type=click.IntRange(1, 10000), default=50, show_default=True)
+@json_option
+@reports_errors
+def outbox_list(
+    config_path: str | None, state: Any, kind: str | None, limit: int, as_json: bool
+) -> None:
+    """Newest outbox rows first (``--state failed``: the dead letters)."""
+    config = quiet_config(config_path)
+
+    async def go() -> list[OutboxView]:
+        async with opened_store(config) as store:
+            return await store.list_outbox(state=state, kind=kind, limit=limit)
+
+    _print_outbox(run(go()), as_json)
+
+
+@outbox.command("show")
+@config_option
+@click.argument("key")
+@json_option
+@reports_errors
+def outbox_show(config_path: str | None, key: str, as_json: bool) -> None:
+    """One outbox row with its body."""
+    config = quiet_config(config_path)
+
+    async def go() -> OutboxView | None:
+        async with opened_store(config) as store:
+            return await store.get_outbox(key)
+
+    row = run(go())
+    if row is None:
+        raise NotFound(f"no outbox row {key!r}")
+    if as_json:
+        print_json(row.as_json())
+        return
+    console = Console()
+    for name, value in row.as_json().items():
+        console.print(f"[bold]{name:>16}[/bold]  {value}")
+
+
+def resend_command(
+    config_path: str | None, key: str, as_json: bool, command: str = "replay-outbox"
+) -> None:
+    """``hookinbox replay --outbox KEY`` and ``outbox resend KEY``."""
+    _requeue(config_path, key, False, as_json, command)
+
+
+def _requeue(
+    config_path: str | None, key: str, only_failed: bool, as_json: bool, command: str
+) -> None:
+    config = quiet_config(config_path)
+    actor = default_actor()
+
+    async def go() -> OutboxView:
+        async with opened_store(config) as store:
+            return await resend_outbox(
+                store, key, actor=actor, command=command, only_failed=only_failed
+            )
+
+    row = run(go())
+    if as_json:
+        print_json(row.as_json())
+    else:
+        click.echo(f"requeued {row.key} ({row.kind}); a relay sends it under the same key")
+
+
+@outbox.command("retry")
+@config_option
+@click.argument("key")
+@json_option
+@reports_errors
+def outbox_retry(config_path: str | None, key: str, as_json: bool) -> None:
+    """Send a dead-lettered (failed) notification again."""
+    _requeue(config_path, key, True, as_json, "outbox-retry")
+
+
+@outbox.command("resend")
+@config_option
+@click.argument("key")
+@json_option
+@reports_errors
+def outbox_resend(config_path: str | None, key: str, as_json: bool) -> None:
+    """Send one notification again from its existing row, sent or not; the resource is not
+    touched and the key (the Idempotency-Key) stays the same."""
+    resend_command(config_path, key, as_json, "outbox-resend")

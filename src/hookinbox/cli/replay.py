@@ -1,0 +1,109 @@
+"""``hookinbox replay``: run a delivery's jobs again through the same path."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from hookinbox import ops
+from hookinbox.cli.common import (
+    config_option,
+    duration_flag,
+    json_option,
+    opened_store,
+    print_json,
+    quiet_config,
+    reports_errors,
+    run,
+)
+from hookinbox.errors import OperationRefused
+
+
+@click.command()
+@config_option
+@click.argument("delivery_id", required=False)
+@click.option(
+    "--outbox",
+    "outbox_key",
+    default=None,
+    help="Instead: send one notification again from its outbox row (the resource is untouched).",
+)
+@click.option("--action", default=None, help="Only the job of this action.")
+@click.option("--dry-run", is_flag=True, help="Show the state and what would run.")
+@click.option(
+    "--force-effects",
+    is_flag=True,
+    help="Make the effects again (moves the job's ledger rows aside).",
+)
+@click.option("--yes", is_flag=True, help="Confirm --force-effects without asking.")
+@click.option(
+    "--wait",
+    "wait_seconds",
+    default="30s",
+    show_default=True,
+    help="How long to wait for a worker to run the jobs (0: do not wait).",
+)
+@json_option
+@reports_errors
+def replay(
+    config_path: str | None,
+    delivery_id: str | None,
+    outbox_key: str | None,
+    action: str | None,
+    dry_run: bool,
+    force_effects: bool,
+    yes: bool,
+    wait_seconds: str,
+    as_json: bool,
+) -> None:
+    """Run a delivery's jobs again through the workers (the effects ledger still applies)."""
+    if (delivery_id is None) == (outbox_key is None):
+        raise click.UsageError("give a DELIVERY_ID or --outbox KEY (one of them)")
+    if outbox_key is not None:
+        from hookinbox.cli.outbox import resend_command
+
+        resend_command(config_path, outbox_key, as_json)
+        return
+    assert delivery_id is not None
+    config = quiet_config(config_path)
+    wait = duration_flag("--wait", wait_seconds) or 0.0
+    if force_effects and not dry_run and not yes:
+        if not sys.stdin.isatty():
+            raise OperationRefused("--force-effects makes external effects again: add --yes")
+        click.confirm(
+            f"Replay {delivery_id} and make its external effects AGAIN (a second CRM task, "
+            "message, charge...)?",
+            abort=True,
+            err=True,
+        )
+    actor = ops.default_actor()
+
+    async def go() -> ops.ReplayReport:
+        async with opened_store(config) as store:
+            return await ops.replay(
+                store,
+                config,
+                delivery_id,
+                actor=actor,
+                action=action,
+                dry_run=dry_run,
+                force_effects=force_effects,
+                wait_seconds=wait,
+            )
+
+    report = run(go())
+    if as_json:
+        print_json(report.as_json())
+    else:
+        d = report.delivery
+        click.echo(
+            f"delivery {d.id}  source={d.source}  event_id={d.event_id}  "
+            f"type={d.event_type}  status={d.status}  received={d.delivery_count}x"
+        )
+        for item in report.items:
+            click.echo(
+                f"  {item.action:<16} {item.job_id}  {item.state_before} -> {item.summary()}"
+            )
+    if report.all_refused:
+        raise OperationRefused("nothing was replayed")

@@ -1,0 +1,85 @@
+"""``hookinbox send``: sign test deliveries like the provider would and send them."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from hookinbox.cli.common import (
+    config_option,
+    fail,
+    reports_errors,
+    run,
+)
+from hookinbox.config import load_config
+
+
+@click.command()
+@config_option
+@click.option("--url", default=None, help="Server base URL [from config server.host/port].")
+@click.option("--source", default=None, help="Source name [the only source, if one].")
+@click.option("--type", "event_type", default="test.event", show_default=True)
+@click.option("--id", "event_id", default=None, help="Event id [a new one].")
+@click.option("--data", default="{}", help="JSON object for the event's data.")
+@click.option("--repeat", default=1, type=click.IntRange(1, 10000), show_default=True)
+@click.option("--concurrent", is_flag=True, help="Send the repeats at the same time.")
+@click.option("--tamper", is_flag=True, help="Change the body after signing it.")
+@click.option("--scheme", default=None, help="Sign with this scheme [the source's].")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per answer.")
+@reports_errors
+def send(
+    config_path: str | None,
+    url: str | None,
+    source: str | None,
+    event_type: str,
+    event_id: str | None,
+    data: str,
+    repeat: int,
+    concurrent: bool,
+    tamper: bool,
+    scheme: str | None,
+    as_json: bool,
+) -> None:
+    """Sign and send test deliveries to a running server; print each answer."""
+    from hookinbox.cli.sending import SendOptions, send_deliveries
+
+    config = load_config(config_path)
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        fail("--data is not valid JSON", 2)
+    if not isinstance(parsed, dict):
+        fail("--data must be a JSON object", 2)
+    options = SendOptions(
+        url=url,
+        source=source,
+        event_type=event_type,
+        event_id=event_id,
+        data=parsed,
+        repeat=repeat,
+        concurrent=concurrent,
+        tamper=tamper,
+        scheme=scheme,
+    )
+    answers = run(send_deliveries(config, options))
+    for answer in answers:
+        if as_json:
+            click.echo(json.dumps(answer))
+        else:
+            challenge = "challenge" if "challenge" in answer else ""
+            detail = answer.get("status") or answer.get("error") or challenge
+            extra = " conflict" if answer.get("conflict") else ""
+            click.echo(
+                f"#{answer['n']:<3} {answer['http_status']} {detail}{extra} "
+                f"{answer.get('delivery_id') or ''}".rstrip()
+            )
+    unreached = [a for a in answers if a["http_status"] == 0]
+    if unreached:
+        first = unreached[0]
+        fail(
+            f"connection_failed: {len(unreached)} of {len(answers)} deliveries could not reach "
+            f"{first['url']} ({first['error'].removeprefix('connection failed: ')}); "
+            "is `hookinbox serve` running there (--url, or server.host/port in the config)?",
+            1,
+        )

@@ -1,0 +1,146 @@
+"""``hookinbox serve``, ``hookinbox worker`` and ``hookinbox migrate``: running hookinbox."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import click
+
+from hookinbox.cli.common import (
+    config_option,
+    opened_store,
+    reports_errors,
+    run,
+)
+from hookinbox.config import Config, load_config, resolve_config_path
+from hookinbox.logs import configure_logging
+from hookinbox.store import (
+    open_store_for,
+)
+
+
+@click.command()
+@config_option
+@click.option("--host", default=None, help="Bind address [config server.host].")
+@click.option("--port", type=int, default=None, help="Port [config server.port].")
+@click.option("--no-workers", is_flag=True, help="Receive only; run workers elsewhere.")
+@click.option(
+    "--processes",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Server processes sharing the port (each with its own batcher and workers).",
+)
+@click.option("--log-format", type=click.Choice(["json", "console"]), default="json")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info")
+@reports_errors
+def serve(
+    config_path: str | None,
+    host: str | None,
+    port: int | None,
+    no_workers: bool,
+    processes: int,
+    log_format: str,
+    log_level: str,
+) -> None:
+    """Receive webhooks (and run workers, unless --no-workers)."""
+    import uvicorn
+
+    from hookinbox.app import Inbox
+
+    config = load_config(config_path)
+    config.require_secrets()
+    configure_logging(log_format, log_level)  # type: ignore[arg-type]
+    inbox = Inbox(config, run_workers=not no_workers)
+    run(_preflight(config))
+    server = {
+        "host": host or config.server.host,
+        "port": port if port is not None else config.server.port,
+        "log_level": "warning",
+        "access_log": False,
+        "server_header": False,
+        "lifespan": "on",
+    }
+    if processes == 1:
+        uvicorn.run(inbox.app, **server)  # type: ignore[arg-type]
+        return
+    # Each process builds its own inbox from the same settings (see app_from_environment).
+    os.environ.update(
+        {
+            "HOOKINBOX_CONFIG": str(resolve_config_path(config_path).resolve()),
+            "HOOKINBOX_LOG_FORMAT": log_format,
+            "HOOKINBOX_LOG_LEVEL": log_level,
+            "HOOKINBOX_NO_WORKERS": "1" if no_workers else "0",
+        }
+    )
+    uvicorn.run(
+        "hookinbox.app:app_from_environment",
+        factory=True,
+        workers=processes,
+        **server,  # type: ignore[arg-type]
+    )
+
+
+async def _preflight(config: Config) -> None:
+    """Reach the store and migrate it before binding the port, so an unreachable database
+    is one line and exit 3, not a traceback from inside the server's start-up."""
+    async with opened_store(config):
+        pass
+
+
+@click.command()
+@config_option
+@click.option("--log-format", type=click.Choice(["json", "console"]), default="json")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning"]), default="info")
+@reports_errors
+def worker(config_path: str | None, log_format: str, log_level: str) -> None:
+    """Run workers only (start several, on any host, to scale out)."""
+    from hookinbox.resources.relay import OutboxRelay
+    from hookinbox.work.actions import build_actions
+    from hookinbox.work.worker import WorkerPool
+
+    config = load_config(config_path)
+    configure_logging(log_format, log_level)  # type: ignore[arg-type]
+
+    async def work() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        async with opened_store(config) as store:
+            pool = WorkerPool(config, store)
+            # The outbox relay runs beside the workers (a no-op with no [outbox] sender).
+            await asyncio.gather(pool.run(stop), OutboxRelay(config.outbox, store).run(stop))
+
+    async def resolve_handlers() -> None:
+        # build_actions wants a client for forward routes; this one only lives for the
+        # check and is closed here (the workers open their own).
+        import httpx
+
+        async with httpx.AsyncClient() as client:
+            build_actions(config, client)
+
+    # Resolve handlers before touching the store, so a typo fails fast.
+    run(resolve_handlers())
+    run(work())
+
+
+@click.command()
+@config_option
+@reports_errors
+def migrate(config_path: str | None) -> None:
+    """Apply pending schema migrations (serve and worker also do this at start-up)."""
+    config = load_config(config_path)
+
+    async def go() -> list[str]:
+        store = open_store_for(config.database)
+        await store.open(migrate=False)
+        try:
+            return await store.migrate()
+        finally:
+            await store.close()
+
+    applied = run(go())
+    click.echo(f"applied: {', '.join(applied)}" if applied else "schema is up to date")

@@ -1,0 +1,87 @@
+"""The short codes hookinbox writes into the journal, the attempt history and its metrics.
+
+One vocabulary for Python and SQL alike: the store passes these values as parameters (or
+formats these constants, never input, into its statements), the worker and the relay
+raise and compare them, and operators read them in ``dlq list``, ``trace`` and the admin.
+A code is an id, never a message: it never quotes a payload or an exception's text.
+
+Job states are the store's (``accepted``, ``processing``, ``completed``, ``failed``); the
+codes below say *why* a job or an attempt ended where it did.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class JobCode(StrEnum):
+    """Why an attempt failed, or why a job waits or is dead-lettered (``last_error``)."""
+
+    #: The worker holding the lease stopped renewing it (it died or hung).
+    LEASE_EXPIRED = "lease_expired"
+    #: The action ran longer than ``worker.job_timeout_seconds``.
+    JOB_TIMEOUT = "job_timeout"
+    #: No action is configured for the job's (source, action) any more.
+    UNKNOWN_ACTION = "unknown_action"
+    #: The payload was purged after retention; the job cannot run again.
+    PAYLOAD_PURGED = "payload_purged"
+    #: The stored body is not a JSON object.
+    MALFORMED_JSON = "malformed_json"
+    #: Another live job holds the effect's key; this one waits (no attempt spent).
+    EFFECT_IN_PROGRESS = "effect_in_progress"
+    #: A resource event whose reference is not known yet, re-checked later.
+    PARKED = "parked"
+    #: Still unknown at the park deadline.
+    UNKNOWN_RESOURCE = "unknown_resource"
+    #: The route's machine maps no state to the event type.
+    UNMAPPED_EVENT = "unmapped_event"
+    #: The event carries no resource reference where the route says it is.
+    MISSING_RESOURCE_REF = "missing_resource_ref"
+    #: A forward or a send that got no answer in time.
+    TIMEOUT = "timeout"
+    #: The target refused the connection (or could not be reached).
+    CONNECT_ERROR = "connect_error"
+    #: The target's host name did not resolve.
+    DNS_ERROR = "dns_error"
+    #: Any other transport failure of a forward or a send.
+    HTTP_ERROR = "http_error"
+    #: A handler raised :class:`~hookinbox.work.actions.ActionError` without its own code.
+    ACTION_FAILED = "action_failed"
+
+
+def http_status_code(status: int) -> str:
+    """The code of a non-2xx answer: ``http_503``."""
+    return f"http_{status}"
+
+
+class AttemptOutcome(StrEnum):
+    """How one attempt ended (the ``outcome`` of an attempt row)."""
+
+    COMPLETED = "completed"
+    RETRY = "retry"
+    DEFERRED = "deferred"
+    FAILED = "failed"
+    PARKED = "parked"
+    LEASE_EXPIRED = "lease_expired"
+
+
+class Trigger(StrEnum):
+    """What started an attempt: the delivery itself or an operator's command."""
+
+    DELIVERY = "delivery"
+    REPLAY = "replay"
+    DLQ_RETRY = "dlq-retry"
+    OPERATOR = "operator"
+
+
+#: The worker name of an attempt made inside the receiver's own commit (inline routes).
+RECEIVER = "receiver"
+
+
+def error_code_of(exc: BaseException) -> str:
+    """A short code for the journal: the error's own ``code`` or its class name. Never
+    the message, which may quote the payload."""
+    code = getattr(exc, "code", None)
+    if isinstance(code, str) and code:
+        return code[:100]
+    return type(exc).__name__[:100]

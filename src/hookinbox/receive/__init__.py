@@ -1,0 +1,2 @@
+"""Receiving: the webhook endpoint, the receiver (verify, identify, route) and the batcher
+that reserves many deliveries in one commit."""
