@@ -23,34 +23,49 @@ from hookinbox.admin.views import admin_routes
 from hookinbox.config import Config
 from hookinbox.errors import HookinboxError
 from hookinbox.http.health import healthz, readyz_endpoint
-from hookinbox.http.metrics import metrics_endpoint
+from hookinbox.http.metrics import StoreGauges, metrics_endpoint
 from hookinbox.logs import get_logger
-from hookinbox.metrics import Metrics, StoreGauges
+from hookinbox.metrics import Metrics
 from hookinbox.ops.purge import run_purge_loop
+from hookinbox.ops.reconcile import PIPELINE_CHECKS
 from hookinbox.ops.sources import PausedSources
+from hookinbox.ops.views import OperatorViews
 from hookinbox.receive.endpoint import WebhookEndpoint, WebhookFastPath
 from hookinbox.receive.receiver import Receiver
+from hookinbox.resources.checks import CHECKS as RESOURCE_CHECKS
 from hookinbox.resources.machine import build_machines
-from hookinbox.resources.operations import install as install_resource_ops
 from hookinbox.resources.relay import OutboxRelay
 from hookinbox.resources.service import Resources
+from hookinbox.resources.trace import TRACE_LAYERS
 from hookinbox.store import Store, open_store_for
 from hookinbox.work.worker import WorkerPool
 
 log = get_logger("hookinbox.app")
 
-# Trace layers (transitions, outbox) and reconcile checks of tracked resources: here, so
-# a mounted inbox, its admin page and the CLI all have them.
-install_resource_ops()
+
+def standard_operator_views() -> OperatorViews:
+    """The pipeline's trace and checks plus those of tracked resources: what an inbox,
+    its admin page and the CLI show unless told otherwise."""
+    return OperatorViews(
+        trace_layers=dict(TRACE_LAYERS), checks=(*PIPELINE_CHECKS, *RESOURCE_CHECKS)
+    )
 
 
 class Inbox:
     def __init__(
-        self, config: Config, *, run_workers: bool = True, store: Store | None = None
+        self,
+        config: Config,
+        *,
+        run_workers: bool = True,
+        store: Store | None = None,
+        metrics: Metrics | None = None,
+        views: OperatorViews | None = None,
     ) -> None:
         self.config = config
         self.store = store or open_store_for(config.database)
-        self.metrics = Metrics(config.sources)
+        self.metrics = metrics or Metrics(config.sources)
+        #: The trace layers and reconcile checks operators see (admin, CLI, API).
+        self.views = views or standard_operator_views()
         self.store_gauges = StoreGauges(config.sources)
         #: Paused sources, re-read from the store in the background (answers 503 meanwhile).
         self.paused = PausedSources(self.store, config.operations.pause_refresh_seconds)
@@ -74,7 +89,7 @@ class Inbox:
                     metrics_endpoint(self.metrics, self.store_gauges, self.store),
                     methods=["GET"],
                 ),
-                *admin_routes(config, self.store, self.metrics, self.store_gauges),
+                *admin_routes(config, self.store, self.metrics, self.views),
             ],
             lifespan=self.lifespan,
         )

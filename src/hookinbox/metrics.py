@@ -6,11 +6,8 @@ empty directory shared by all of them before they start: prometheus-client then 
 values in files there, and ``GET /metrics`` of any serving process adds up every
 process's values (see the prometheus-client "multiprocess mode" docs).
 
-The gauges (queue depth, lag, dead letters, parked events, unsent and failed outbox
-rows, paused sources) are not counted: they are read from the store, which every process shares, by
-:class:`StoreGauges`, at most once per ``min_interval`` however often /metrics is
-scraped. Several serving processes report the same store values; aggregate them with
-``max``, never ``sum``.
+The gauges (queue depth, lag, dead letters...) are not counted here: they are read from
+the store by :class:`hookinbox.http.metrics.StoreGauges` when ``/metrics`` is scraped.
 
 Label values are bounded: sources come from the config (an unknown source name from the
 URL is reported as ``_unknown``), outcomes are error codes, actions are route actions.
@@ -18,12 +15,11 @@ URL is reported as ``_unknown``), outcomes are error codes, actions are route ac
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections import defaultdict, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -32,49 +28,20 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from hookinbox.errors import HookinboxError
 from hookinbox.logs import get_logger
-
-if TYPE_CHECKING:
-    from hookinbox.store import Store, StoreGaugeReadings
-
 
 log = get_logger("hookinbox.metrics")
 
-__all__ = [
-    "CONTENT_TYPE_LATEST",
-    "RESOURCE_EVENTS",
-    "Metrics",
-    "RecentCounts",
-    "StoreGauges",
-    "resource_event_counted",
-]
+__all__ = ["CONTENT_TYPE_LATEST", "Metrics", "RecentCounts"]
 
 #: The label for a delivery to a source name the config does not know.
 UNKNOWN_SOURCE = "_unknown"
 
 _ANSWER_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 _HANDLER_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-
-
-#: Events applied to tracked resources, by machine and outcome (``applied``,
-#: ``rejected_transition``, ``tenant_mismatch``, ``owner_mismatch``, ``parked``...). Counted
-#: where the event is applied (a worker, or the receiver for ``inline`` routes), which has
-#: no inbox at hand: so one counter per process, added to every inbox's registry.
-RESOURCE_EVENTS = Counter(
-    "hookinbox_resource_events",
-    "Events applied to tracked resources, by kind (machine) and outcome.",
-    ["kind", "outcome"],
-    registry=None,
-)
-
-
-def resource_event_counted(kind: str, outcome: str) -> None:
-    RESOURCE_EVENTS.labels(kind, outcome).inc()
 
 
 def multiprocess_dir() -> str | None:
@@ -124,7 +91,6 @@ class Metrics:
         self.recent = RecentCounts()
         self._answered: dict[tuple[str, str], tuple[Any, Any]] = {}
         reg = self.registry
-        reg.register(RESOURCE_EVENTS)
         self.deliveries = Counter(
             "hookinbox_deliveries",
             "Deliveries answered, by source and outcome (accepted, duplicate, challenge,"
@@ -156,6 +122,12 @@ class Metrics:
             "hookinbox_jobs_failed",
             "Jobs dead-lettered (attempts exhausted or unrunnable).",
             job_labels,
+            registry=reg,
+        )
+        self.resource_events = Counter(
+            "hookinbox_resource_events",
+            "Events applied to tracked resources, by kind (machine) and outcome.",
+            ["kind", "outcome"],
             registry=reg,
         )
         self.handler_seconds = Histogram(
@@ -198,6 +170,11 @@ class Metrics:
         }[outcome]
         counter.labels(source, action).inc()
 
+    def resource_event(self, kind: str, outcome: str) -> None:
+        """One event applied to a tracked resource (``applied``, ``rejected_transition``,
+        ``tenant_mismatch``, ``parked``...), by a worker or by the receiver (inline)."""
+        self.resource_events.labels(kind, outcome).inc()
+
     # -- exposition -------------------------------------------------------------------
     def exposition(self, extra: Sequence[Collector] = ()) -> bytes:
         """The Prometheus text format: this process's values, or every process's when
@@ -217,84 +194,3 @@ class Metrics:
         for collector in extra:
             registry.register(collector)
         return generate_latest(registry)
-
-
-class StoreGauges(Collector):
-    """Gauges read from the store, refreshed at most once per ``min_interval`` seconds."""
-
-    def __init__(self, sources: Iterable[str], *, min_interval: float = 5.0) -> None:
-        self._sources = sorted(sources)
-        self._min_interval = min_interval
-        self._lock = asyncio.Lock()
-        self._read_at = -float("inf")
-        self._readings: StoreGaugeReadings | None = None
-        self._up = 0
-
-    async def refresh(self, store: Store, timeout: float = 5.0) -> None:
-        """Read the store unless the last reading is fresh; concurrent scrapes share one
-        reading. A failed read keeps the last values and sets ``hookinbox_store_up`` 0."""
-        async with self._lock:
-            if time.monotonic() - self._read_at < self._min_interval:
-                return
-            try:
-                self._readings = await asyncio.wait_for(store.read_store_gauges(), timeout)
-                self._up = 1
-            except (HookinboxError, TimeoutError) as exc:
-                self._up = 0
-                code = exc.code if isinstance(exc, HookinboxError) else "timeout"
-                log.warning("store_gauges_failed", error=code)
-            self._read_at = time.monotonic()
-
-    @property
-    def readings(self) -> StoreGaugeReadings | None:
-        return self._readings
-
-    def describe(self) -> Iterable[Metric]:
-        return []
-
-    def collect(self) -> Iterator[Metric]:
-        r = self._readings
-        per_source: dict[str, tuple[str, Mapping[str, float]]] = {
-            "hookinbox_queue_depth": (
-                "Jobs waiting or running (accepted, incl. scheduled retries, or processing).",
-                r.queue_depth if r else {},
-            ),
-            "hookinbox_queue_lag_seconds": (
-                "Age of the oldest due job that no worker has claimed yet (0 when none).",
-                r.lag_seconds if r else {},
-            ),
-            "hookinbox_dead_letters": (
-                "Jobs in the dead-letter view (failed).",
-                r.dead_letters if r else {},
-            ),
-            "hookinbox_parked_events": (
-                "Events parked until their resource is known.",
-                r.parked if r else {},
-            ),
-            "hookinbox_outbox_unsent": (
-                "Outbox rows waiting or being sent (pending, sending); not the failed ones.",
-                r.outbox_unsent if r else {},
-            ),
-            "hookinbox_outbox_failed": (
-                "Outbox rows dead-lettered after max_attempts (hookinbox outbox retry KEY).",
-                r.outbox_failed if r else {},
-            ),
-            "hookinbox_source_paused": (
-                "1 while an operator has paused the source.",
-                {s: 1.0 for s in r.paused_seconds} if r else {},
-            ),
-            "hookinbox_source_paused_seconds": (
-                "How long the source has been paused (0 when it is not).",
-                r.paused_seconds if r else {},
-            ),
-        }
-        for name, (doc, values) in per_source.items():
-            family = GaugeMetricFamily(name, doc, labels=["source"])
-            for source in sorted({*self._sources, *values}):
-                family.add_metric([source], float(values.get(source, 0)))
-            yield family
-        yield GaugeMetricFamily(
-            "hookinbox_store_up",
-            "1 when the last read of the store gauges succeeded.",
-            value=self._up,
-        )

@@ -279,7 +279,7 @@ async def test_background_purge_of_serve_drops_completed_payloads(
     await asyncio.wait_for(ops.run_purge_loop(store, off, asyncio.Event()), 1)
 
 
-async def test_trace_across_sources_with_a_registered_layer(store: Store, db_url: str) -> None:
+async def test_trace_across_sources_with_a_layer_handed_in(store: Store, db_url: str) -> None:
     config = make_config(db_url)
     await add_delivery(store, "evt_same", source="test")
     await add_delivery(store, "evt_same", source="other")
@@ -288,16 +288,9 @@ async def test_trace_across_sources_with_a_registered_layer(store: Store, db_url
     async def outbox_layer(_: Store, delivery: object) -> list[dict[str, object]]:
         return [{"key": f"video-ready:{getattr(delivery, 'id', '?')}"}]
 
-    from hookinbox.ops.trace import LAYERS
-
-    shipped = dict(LAYERS)
-    ops.register_trace_layer("outbox", outbox_layer)
-    try:
-        both = await ops.trace(store, config, "evt_same")
-        one = await ops.trace(store, config, "evt_same", source="other")
-    finally:
-        LAYERS.clear()
-        LAYERS.update(shipped)
+    layers = {"outbox": outbox_layer}
+    both = await ops.trace(store, config, "evt_same", layers=layers)
+    one = await ops.trace(store, config, "evt_same", source="other", layers=layers)
     assert [d.delivery.source for d in both.deliveries] == ["test", "other"]
     (traced,) = one.deliveries
     data = traced.as_json()
@@ -313,7 +306,7 @@ async def test_trace_across_sources_with_a_registered_layer(store: Store, db_url
         await ops.trace(store, config, "evt_same", source="nope")
 
 
-async def test_reconcile_runs_registered_checks(store: Store, db_url: str) -> None:
+async def test_reconcile_runs_the_checks_handed_in(store: Store, db_url: str) -> None:
     config = make_config(db_url)
 
     class Parked:
@@ -325,12 +318,8 @@ async def test_reconcile_runs_registered_checks(store: Store, db_url: str) -> No
 
     only = await ops.reconcile(store, config, checks=[Parked()], limit=1)
     assert only.total == 2 and len(only.findings[0].items) == 1 and not only.clean
-    before = list(ops.CHECKS)
-    ops.register_check(Parked())
-    try:
-        assert (await ops.reconcile(store, config)).total == 2
-    finally:
-        ops.CHECKS[:] = before
+    both = await ops.reconcile(store, config, checks=[*ops.PIPELINE_CHECKS, Parked()])
+    assert both.total == 2 and [f.check for f in both.findings][-1] == "parked_past_deadline"
 
 
 def test_config_refuses_keys_shorter_than_the_redelivery_window() -> None:

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from hookinbox import ActionError
-from hookinbox.work.actions import Event, ForwardAction
 from hookinbox.config import Config
+from hookinbox.work.actions import Event, ForwardAction
 from tests.conftest import make_config, running_inbox, wait_for_status
 from tests.support.processes import free_port
 from tests.support.signing import delivery

@@ -9,14 +9,12 @@ import dataclasses
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import httpx
-import pytest
 
 from hookinbox import ops
+from hookinbox.app import standard_operator_views
 from hookinbox.resources.machine import VIDEO
-from hookinbox.resources.operations import install
 from hookinbox.resources.service import new_resource_id
 from hookinbox.store import ParkPolicy, ResourceEvent, Store
 from tests.conftest import make_config, running_inbox, wait_for
@@ -32,20 +30,18 @@ RESOURCE_CHECKS = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _installed() -> Iterator[None]:
-    # Other tests register a layer of the same name for a while; start from ours.
-    install()
-    yield
+VIEWS = standard_operator_views()
 
 
-def test_importing_the_library_registers_the_layers_and_checks_without_the_cli() -> None:
+def test_an_inbox_built_by_the_library_has_the_layers_and_checks_without_the_cli() -> None:
     script = (
         "import json, sys\n"
-        "from hookinbox import ops\n"
-        "from hookinbox.ops.trace import LAYERS\n"
-        "print(json.dumps({'layers': sorted(LAYERS), 'checks': [c.name for c in ops.CHECKS],"
-        " 'cli': 'hookinbox.cli' in sys.modules}))\n"
+        "from hookinbox import Inbox\n"
+        "from hookinbox.config import config_from_mapping\n"
+        "inbox = Inbox(config_from_mapping({'database': 'sqlite:///unused.db'}))\n"
+        "views = inbox.views\n"
+        "print(json.dumps({'layers': sorted(views.trace_layers),"
+        " 'checks': [c.name for c in views.checks], 'cli': 'hookinbox.cli' in sys.modules}))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script],
@@ -95,8 +91,16 @@ async def test_the_trace_of_a_delivery_shows_its_transitions_and_outbox_rows(
                 return bool(finished and row and row.state == "sent")
 
             await wait_for(settled, 10, "the transition, the rejection and the notification")
-            ready = (await ops.trace(inbox.store, config, "evt_ready")).deliveries[0].as_json()
-            late = (await ops.trace(inbox.store, config, "evt_late")).deliveries[0].as_json()
+            ready = (
+                (await ops.trace(inbox.store, config, "evt_ready", layers=VIEWS.trace_layers))
+                .deliveries[0]
+                .as_json()
+            )
+            late = (
+                (await ops.trace(inbox.store, config, "evt_late", layers=VIEWS.trace_layers))
+                .deliveries[0]
+                .as_json()
+            )
             scraped = (await client.get(f"{inbox.base_url}/metrics")).text
             after = {o: counted(o) for o in before}
 
@@ -137,7 +141,7 @@ async def _claimed(store: Store, *event_ids: str) -> dict[str, tuple[str, str, s
 
 async def test_reconcile_finds_each_resource_situation(store: Store, db_url: str) -> None:
     config = make_config(db_url, outbox={"unsent_after_seconds": 0.001})
-    clean = await ops.reconcile(store, config)
+    clean = await ops.reconcile(store, config, checks=VIEWS.checks)
     assert {
         f.check: f.count for f in clean.findings if f.check in RESOURCE_CHECKS
     } == dict.fromkeys(RESOURCE_CHECKS, 0)
@@ -177,7 +181,7 @@ async def test_reconcile_finds_each_resource_situation(store: Store, db_url: str
         await store.apply_resource_event(job_id, token, "test", event, machine, park)
     await asyncio.sleep(0.1)
 
-    report = await ops.reconcile(store, config)
+    report = await ops.reconcile(store, config, checks=VIEWS.checks)
     found = {f.check: f for f in report.findings}
     assert {name: found[name].count for name in RESOURCE_CHECKS} == dict.fromkeys(
         RESOURCE_CHECKS, 1

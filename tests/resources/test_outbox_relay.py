@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from hookinbox import ops
-from hookinbox.resources.relay import OutboxRelay
 from hookinbox.config.resources import OutboxSettings
+from hookinbox.resources.relay import OutboxRelay
+from hookinbox.resources.trace import TRACE_LAYERS
 from hookinbox.store import Store
 from tests.conftest import make_config
 from tests.resources import support
@@ -122,7 +123,7 @@ async def test_resend_and_replay_of_a_notification_are_audited_on_its_delivery(
     refused = await asyncio.to_thread(hookinbox_cli, db_url, tmp_path, "outbox", "retry", key)
     assert refused.returncode != 0  # not a dead letter: refused, and not audited
     config = make_config(db_url)
-    (traced,) = (await ops.trace(store, config, "evt_ready")).deliveries
+    (traced,) = (await ops.trace(store, config, "evt_ready", layers=TRACE_LAYERS)).deliveries
     assert [(a.actor, a.command, a.detail) for a in traced.operator_actions] == [
         ("cli:test-operator", "outbox-resend", f"outbox {key}"),
         ("cli:test-operator", "replay-outbox", f"outbox {key}"),

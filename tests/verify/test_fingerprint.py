@@ -10,9 +10,9 @@ import pytest
 from verify_helpers import MakeVerifier, make_signer
 
 from hookinbox.config import config_from_mapping
+from hookinbox.config.schemes import FingerprintPolicy
 from hookinbox.errors import ConfigError, MissingEventId
 from hookinbox.verify.fingerprint import fingerprint_of
-from hookinbox.config.schemes import FingerprintPolicy
 
 TASK = {"task_id": "t_1", "status": "ready", "meta": {"b": 2, "a": 1}, "prompt": "draw a cat"}
 

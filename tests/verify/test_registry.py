@@ -11,8 +11,8 @@ import pytest
 from verify_helpers import SECRET_ENV, source
 
 from hookinbox.config import config_from_mapping
-from hookinbox.errors import ConfigError, InvalidSignature
 from hookinbox.config.schemes import SCHEME_NAMES
+from hookinbox.errors import ConfigError, InvalidSignature
 from hookinbox.verify.registry import SCHEMES, build_signer, build_verifier
 
 BODY = json.dumps({"id": "evt_1", "type": "thing.done", "event_id": "Ev1"}).encode()

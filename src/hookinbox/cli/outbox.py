@@ -24,7 +24,7 @@ from hookinbox.cli.common import (
 )
 from hookinbox.errors import NotFound
 from hookinbox.ops.actor import default_actor
-from hookinbox.resources.operations import resend_outbox
+from hookinbox.ops.outbox import resend_outbox
 from hookinbox.store import (
     OUTBOX_STATES,
     OutboxView,

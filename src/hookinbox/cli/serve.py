@@ -97,8 +97,9 @@ async def _preflight(config: Config) -> None:
 @reports_errors
 def worker(config_path: str | None, log_format: str, log_level: str) -> None:
     """Run workers only (start several, on any host, to scale out)."""
+    from hookinbox.metrics import Metrics
     from hookinbox.resources.relay import OutboxRelay
-    from hookinbox.work.actions import build_actions
+    from hookinbox.work.route_actions import build_actions
     from hookinbox.work.worker import WorkerPool
 
     config = load_config(config_path)
@@ -120,7 +121,7 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
         import httpx
 
         async with httpx.AsyncClient() as client:
-            build_actions(config, client)
+            build_actions(config, client, Metrics(config.sources))
 
     # Resolve handlers before touching the store, so a typo fails fast.
     run(resolve_handlers())

@@ -1,18 +1,21 @@
 """Operator commands as plain async functions over a Store and a Config.
 
-The ``hookinbox`` CLI (``cli_ops.py``) and the admin page call these same functions, so
-both show and do exactly the same thing. Each returns a dataclass with ``as_json()``;
-each refuses with a :class:`~hookinbox.errors.HookinboxError` subclass (``NotFound``,
-``OperationRefused``, ``UnknownSource``) whose one-line message names ids, never data.
-Every change an operator makes is audited in the store with who (``actor``) and what.
+The ``hookinbox`` CLI (:mod:`hookinbox.cli`) and the admin page call these same
+functions, so both show and do exactly the same thing. Each returns a dataclass with
+``as_json()``; each refuses with a :class:`~hookinbox.errors.HookinboxError` subclass
+(``NotFound``, ``OperationRefused``, ``UnknownSource``) whose one-line message names ids,
+never data. Every change an operator makes is audited in the store with who (``actor``)
+and what.
 
 - dead letters: :func:`dlq_list`, :func:`dlq_retry`, :func:`dlq_retry_all`
 - replay: :func:`replay` (through the normal worker path; the ledger still applies)
 - retention: :func:`purge`, :func:`run_purge_loop` (the background purge of ``serve``)
-- reconciliation: :func:`reconcile`, :func:`register_check`
+- reconciliation: :func:`reconcile` over the checks it is given
 - pause: :func:`list_sources`, :func:`pause_source`, :func:`resume_source`,
   :class:`PausedSources` (what each receiver consults)
-- trace: :func:`trace`, :func:`register_trace_layer`
+- trace: :func:`trace`, with the layers it is given
+- notifications: :func:`resend_outbox`
+- :class:`OperatorViews`: the extra layers and checks a caller hands to trace/reconcile
 """
 
 from __future__ import annotations
@@ -26,15 +29,15 @@ from hookinbox.ops.dlq import (
     dlq_retry,
     dlq_retry_all,
 )
+from hookinbox.ops.outbox import resend_outbox
 from hookinbox.ops.purge import PurgeReport, PurgeStep, purge, run_purge_loop
 from hookinbox.ops.reconcile import (
-    CHECKS,
+    PIPELINE_CHECKS,
     Finding,
     ReconcileCheck,
     ReconcileReport,
     StoreCheck,
     reconcile,
-    register_check,
 )
 from hookinbox.ops.replay import ReplayItem, ReplayReport, replay
 from hookinbox.ops.sources import (
@@ -45,12 +48,14 @@ from hookinbox.ops.sources import (
     pause_source,
     resume_source,
 )
-from hookinbox.ops.trace import TracedDelivery, TracedJob, TraceReport, register_trace_layer, trace
+from hookinbox.ops.trace import TracedDelivery, TracedJob, TraceLayer, TraceReport, trace
+from hookinbox.ops.views import OperatorViews
 
 __all__ = [
-    "CHECKS",
+    "PIPELINE_CHECKS",
     "DeadLetterList",
     "Finding",
+    "OperatorViews",
     "PausedSources",
     "PurgeReport",
     "PurgeStep",
@@ -63,6 +68,7 @@ __all__ = [
     "SourceRow",
     "SourcesReport",
     "StoreCheck",
+    "TraceLayer",
     "TraceReport",
     "TracedDelivery",
     "TracedJob",
@@ -74,9 +80,8 @@ __all__ = [
     "pause_source",
     "purge",
     "reconcile",
-    "register_check",
-    "register_trace_layer",
     "replay",
+    "resend_outbox",
     "resume_source",
     "run_purge_loop",
     "trace",

@@ -5,11 +5,6 @@ from __future__ import annotations
 import getpass
 import os
 
-#: Triggers a requeued job carries into its next attempt row.
-TRIGGER_REPLAY = "replay"
-TRIGGER_DLQ_RETRY = "dlq-retry"
-TRIGGER_OPERATOR = "operator"
-
 
 def default_actor(surface: str = "cli") -> str:
     """``cli:alice``: the surface and the OS user (``HOOKINBOX_ACTOR`` overrides), so the

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from hookinbox.codes import Trigger
 from hookinbox.config import Config
 from hookinbox.errors import InvalidArgument, NotFound, OperationRefused, PayloadPurged
-from hookinbox.ops.actor import TRIGGER_DLQ_RETRY
 from hookinbox.ops.eligibility import why_not_runnable
 from hookinbox.store import JobDetail, Store, iso
 
@@ -154,7 +154,7 @@ async def _requeue(
             await store.requeue_jobs(
                 [job.id for job in runnable],
                 from_states=("failed",),
-                trigger=TRIGGER_DLQ_RETRY,
+                trigger=Trigger.DLQ_RETRY,
                 max_attempts=config.worker.max_attempts,
                 actor=actor,
                 command="dlq-retry",

@@ -4,13 +4,14 @@ A report is the list of :data:`CHECKS`, each run on its own, each answering how 
 which (a few samples with ids). The defaults cover the pipeline: jobs processing past
 their lease, accepted jobs older than ``accepted_too_old``, dead letters past their review
 deadline, deliveries with no job though a route now matches, effects started and never
-recorded. Other parts register theirs with :func:`register_check` (any object with
-``name``, ``title`` and ``async run(store, config, limit) -> Finding``).
+recorded. A caller adds others (tracked resources add theirs, see
+:class:`hookinbox.ops.views.OperatorViews`): any object with ``name``, ``title`` and
+``async run(store, config, limit) -> Finding``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -103,7 +104,8 @@ class UnroutedDeliveriesCheck:
         return Finding(self.name, self.title, count, matched[:limit])
 
 
-CHECKS: list[ReconcileCheck] = [
+#: The checks of the pipeline itself (jobs, dead letters, effects).
+PIPELINE_CHECKS: tuple[ReconcileCheck, ...] = (
     StoreCheck("expired_leases", "jobs processing past their lease"),
     StoreCheck(
         "stale_accepted",
@@ -121,16 +123,7 @@ CHECKS: list[ReconcileCheck] = [
         "effects started and never recorded (older than operations.accepted_too_old)",
         lambda config: config.operations.accepted_too_old,
     ),
-]
-
-
-def register_check(check: ReconcileCheck) -> None:
-    """Add (or replace, by name) a check run by every later :func:`reconcile`."""
-    for index, existing in enumerate(CHECKS):
-        if existing.name == check.name:
-            CHECKS[index] = check
-            return
-    CHECKS.append(check)
+)
 
 
 async def reconcile(
@@ -138,7 +131,7 @@ async def reconcile(
     config: Config,
     *,
     limit: int = 20,
-    checks: list[ReconcileCheck] | None = None,
+    checks: Sequence[ReconcileCheck] = PIPELINE_CHECKS,
 ) -> ReconcileReport:
-    """Run every check; ``limit`` caps the samples listed per check (not the counts)."""
-    return ReconcileReport([await check.run(store, config, limit) for check in (checks or CHECKS)])
+    """Run each check; ``limit`` caps the samples listed per check (not the counts)."""
+    return ReconcileReport([await check.run(store, config, limit) for check in checks])

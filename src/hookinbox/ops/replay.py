@@ -16,9 +16,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hookinbox.codes import Trigger
 from hookinbox.config import Config
 from hookinbox.errors import NotFound, OperationRefused, PayloadPurged
-from hookinbox.ops.actor import TRIGGER_REPLAY
 from hookinbox.ops.eligibility import why_not_runnable
 from hookinbox.store import DeliveryView, EffectRecord, JobDetail, Store
 
@@ -180,7 +180,7 @@ async def replay(
         await store.requeue_jobs(
             [job.id for job in runnable],
             from_states=("completed", "failed"),
-            trigger=TRIGGER_REPLAY,
+            trigger=Trigger.REPLAY,
             max_attempts=config.worker.max_attempts,
             actor=actor,
             command="replay",

@@ -1,5 +1,6 @@
 """Trace one event id through every layer: receipts, journal, jobs, attempts, effects,
-operator actions, and whatever later layers register (outbox rows, transitions).
+operator actions, and the layers the caller adds (tracked resources add their transitions
+and outbox rows; see :class:`hookinbox.ops.views.OperatorViews`).
 
 Answers "where did the second copy appear?": the receipts say how many HTTP deliveries
 came (first, last, count), the journal that they are one event, each job its attempts
@@ -9,7 +10,7 @@ effects exist under which key.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,12 +28,6 @@ from hookinbox.store import (
 
 #: ``layer(store, delivery) -> rows``: extra rows of a delivery shown under the layer's name.
 TraceLayer = Callable[[Store, DeliveryView], Awaitable[list[dict[str, Any]]]]
-LAYERS: dict[str, TraceLayer] = {}
-
-
-def register_trace_layer(name: str, layer: TraceLayer) -> None:
-    """Add a layer (e.g. ``outbox``, ``transitions``) to every later :func:`trace`."""
-    LAYERS[name] = layer
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +79,15 @@ class TraceReport:
 
 
 async def trace(
-    store: Store, config: Config, event_id: str, *, source: str | None = None
+    store: Store,
+    config: Config,
+    event_id: str,
+    *,
+    source: str | None = None,
+    layers: Mapping[str, TraceLayer] | None = None,
 ) -> TraceReport:
     """Every delivery of ``event_id`` (in each source, unless ``source`` is given); an
-    internal delivery id works too."""
+    internal delivery id works too. Each of ``layers`` adds its rows under its name."""
     deliveries = await store.find_deliveries_by_event(event_id, source)
     if not deliveries and event_id.startswith("dlv_"):
         found = await store.get_delivery(event_id)
@@ -100,8 +100,8 @@ async def trace(
         jobs = [TracedJob(job, await store.list_attempts(job.id)) for job in delivery.jobs]
         effects = await store.list_effects([job.id for job in delivery.jobs])
         actions = await store.list_operator_actions(delivery_id=delivery.id)
-        layers = {name: await layer(store, delivery) for name, layer in LAYERS.items()}
-        traced.append(TracedDelivery(delivery, jobs, effects, actions, layers))
+        extra = {name: await layer(store, delivery) for name, layer in (layers or {}).items()}
+        traced.append(TracedDelivery(delivery, jobs, effects, actions, extra))
     return TraceReport(event_id, source, traced)
 
 

@@ -104,7 +104,7 @@ class Receiver:
             return await self.batcher.reserve(item)
         reservation, outcomes = await self._store.reserve_inline(item, applies)
         for outcome in outcomes:
-            log_outcome(outcome, delivery_id=item.id, source=item.source, inline=True)
+            log_outcome(outcome, self.metrics, delivery_id=item.id, source=item.source, inline=True)
         return reservation
 
     def _routes_for(self, source_name: str, event_type: str) -> list[Route]:

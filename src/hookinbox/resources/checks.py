@@ -4,16 +4,15 @@ Each check is one question: a terminal resource that no delivery's applied trans
 moved there (someone changed it by hand, or an event is missing); an applied transition
 into a notifying state with no outbox row; an outbox row unsent past
 ``outbox.unsent_after_seconds``; a parked event past its deadline (no worker is running).
-:func:`hookinbox.resources.operations.install` adds them to the operators' list in
-:mod:`hookinbox.ops.reconcile` (on every library path, not only the CLI's).
+They reach ``reconcile`` through :class:`hookinbox.ops.views.OperatorViews`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from hookinbox.config import Config
+from hookinbox.ops.reconcile import Finding
 from hookinbox.resources.machine import build_machines
 from hookinbox.store import Store
 
@@ -33,9 +32,7 @@ class ResourceCheck:
     name: str
     title: str
 
-    async def run(self, store: Store, config: Config, limit: int) -> Any:
-        from hookinbox.ops.reconcile import Finding
-
+    async def run(self, store: Store, config: Config, limit: int) -> Finding:
         found = [
             f
             for f in await store.resource_findings(

@@ -1,4 +1,4 @@
-"""Tracked resources: the library API and the action that applies provider events to them.
+"""Tracked resources: the library API, and what an event asks of its resource.
 
 The application creates a resource when it starts an operation (a video render) and
 attaches the provider's reference when the provider answers::
@@ -27,7 +27,7 @@ from hookinbox.config.resources import ResourceBinding
 from hookinbox.errors import ConfigError, NotFound
 from hookinbox.ids import new_delivery_id
 from hookinbox.logs import get_logger
-from hookinbox.metrics import resource_event_counted
+from hookinbox.metrics import Metrics
 from hookinbox.resources.machine import StateMachine, build_machines
 from hookinbox.store import (
     Finding,
@@ -40,8 +40,6 @@ from hookinbox.store import (
     TransitionView,
 )
 from hookinbox.verify.base import string_at
-from hookinbox.work.actions import Event
-from hookinbox.work.effects import JobContext, JobSettled
 
 log = get_logger("hookinbox.resources")
 
@@ -193,11 +191,11 @@ def resource_event(
     )
 
 
-def log_outcome(outcome: ResourceOutcome, **fields: Any) -> None:
+def log_outcome(outcome: ResourceOutcome, metrics: Metrics, **fields: Any) -> None:
     """One line per applied event, counted in ``hookinbox_resource_events_total`` (the
     store's transition log is the durable count, ``Store.transition_counts``); a mismatch
     names no resource (it is not the caller's)."""
-    resource_event_counted(outcome.kind or str(fields.get("kind") or "_unknown"), outcome.outcome)
+    metrics.resource_event(outcome.kind or str(fields.get("kind") or "_unknown"), outcome.outcome)
     detail: dict[str, Any] = {"outcome": outcome.outcome}
     if outcome.outcome in ("applied", "rejected_transition", "already_applied"):
         detail.update(
@@ -209,45 +207,6 @@ def log_outcome(outcome: ResourceOutcome, **fields: Any) -> None:
         )
     level = log.warning if outcome.outcome.endswith("_mismatch") else log.info
     level("resource_event", **fields, **detail)
-
-
-class ResourceAction:
-    """The action of a ``resource`` route. It settles its job itself, in the transaction
-    that applies the event, and tells the worker so through ``ctx.settled``."""
-
-    def __init__(self, source: str, binding: ResourceBinding, machine: StateMachine) -> None:
-        self.source = source
-        self.binding = binding
-        self.machine = machine
-        self.park = park_policy(binding)
-
-    async def run(self, event: Event, ctx: JobContext) -> str | None:
-        asked = resource_event(
-            self.binding,
-            self.machine,
-            event_type=event.type,
-            payload=event.payload,
-            delivery_id=event.delivery_id,
-            job_id=ctx.job_id,
-        )
-        fields = {"job_id": ctx.job_id, "delivery_id": event.delivery_id, "kind": self.machine.name}
-        if isinstance(asked, str):
-            ours = await ctx.store.fail_job(ctx.job_id, ctx.lease_token, asked)
-            log.warning("resource_event", **fields, outcome=asked)
-            ctx.settled = JobSettled(ours=ours, state="failed", outcome=asked)
-            return None
-        outcome = await ctx.store.apply_resource_event(
-            ctx.job_id, ctx.lease_token, self.source, asked, self.machine, self.park
-        )
-        log_outcome(outcome, **fields)
-        state = {"parked": "parked", "unknown_resource": "failed"}.get(outcome.outcome, "completed")
-        ctx.settled = JobSettled(
-            ours=outcome.outcome != "lease_lost",
-            state=state,
-            outcome=outcome.outcome,
-            business_id=outcome.resource_id,
-        )
-        return outcome.resource_id
 
 
 class ResourceRoutes:

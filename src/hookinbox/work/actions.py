@@ -12,8 +12,6 @@ from typing import Any, Protocol
 import httpx
 
 from hookinbox import outbound
-from hookinbox.config import Config, Route
-from hookinbox.loading import load_callable
 from hookinbox.work.effects import JobContext, SyncJobContext
 
 
@@ -104,28 +102,3 @@ def _business_id_from_answer(response: httpx.Response) -> str | None:
     if isinstance(answer, dict) and isinstance(answer.get("id"), str | int):
         return str(answer["id"])
     return None
-
-
-def build_actions(config: Config, client: httpx.AsyncClient) -> dict[tuple[str, str], Action]:
-    """Every (source, action) of the config, resolved now so a typo fails at start-up."""
-    from hookinbox.resources.machine import build_machines
-    from hookinbox.resources.service import ResourceAction
-
-    machines = build_machines(config.machines)
-    actions: dict[tuple[str, str], Action] = {}
-    for name, source in config.sources.items():
-        for index, route in enumerate(source.routes):
-            where = f"sources.{name}.routes.{index}"
-            if route.resource is not None:
-                machine = machines[route.resource.kind]
-                actions[(name, route.action)] = ResourceAction(name, route.resource, machine)
-                continue
-            actions[(name, route.action)] = _build(route, where, client)
-    return actions
-
-
-def _build(route: Route, where: str, client: httpx.AsyncClient) -> Action:
-    if route.handler is not None:
-        return HandlerAction(load_callable(route.handler, f"{where}.handler"))
-    assert route.forward is not None
-    return ForwardAction(route.forward, route.forward_timeout_seconds, client)

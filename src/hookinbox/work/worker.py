@@ -27,8 +27,9 @@ from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
 from hookinbox.store import ClaimedJob, Store
 from hookinbox.verify.base import parse_json_object
-from hookinbox.work.actions import Action, Event, build_actions
+from hookinbox.work.actions import Action, Event
 from hookinbox.work.effects import EffectInProgress, JobContext, JobSettled
+from hookinbox.work.route_actions import build_actions
 
 log = get_logger("hookinbox.worker")
 
@@ -49,7 +50,9 @@ class WorkerPool:
         self._store = store
         self._client = httpx.AsyncClient()
         self._actions = (
-            dict(actions) if actions is not None else build_actions(config, self._client)
+            dict(actions)
+            if actions is not None
+            else build_actions(config, self._client, self.metrics)
         )
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self._running: set[asyncio.Task[None]] = set()

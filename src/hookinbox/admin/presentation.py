@@ -1,0 +1,153 @@
+"""How the admin shows things: templates, times, the trace timeline, the chart, and the
+parsing of what a form or a query string sends.
+
+Nothing here reads the store or decides anything; :mod:`hookinbox.admin.views` hands it
+what :mod:`hookinbox.ops` returned.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from hookinbox import ops
+from hookinbox.errors import InvalidArgument
+
+
+def format_time(value: datetime | None) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if value else ""
+
+
+templates = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+)
+templates.filters["t"] = format_time
+
+
+def parse_time(value: str | None) -> float | None:
+    """``2026-01-31T12:00`` (UTC, as an HTML datetime-local input sends it) or unix seconds."""
+    if not value:
+        return None
+    if re.fullmatch(r"\d+(\.\d+)?", value):
+        return float(value)
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidArgument(f"not a time: {value[:40]!r}") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def form_int(value: object, default: int) -> int:
+    text = str(value or "").strip()
+    return int(text) if text.isdigit() else default
+
+
+def pretty_body(body: bytes) -> str:
+    try:
+        return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+    except ValueError:
+        return body.decode("utf-8", errors="replace")
+
+
+def timeline(traced: ops.TracedDelivery) -> list[dict[str, Any]]:
+    """Everything that happened to one delivery, oldest first."""
+    d = traced.delivery
+    events: list[dict[str, Any]] = [
+        {"at": d.first_seen_at, "kind": "receipt", "what": "first received", "detail": ""},
+    ]
+    if d.delivery_count > 1:
+        detail = f"{d.delivery_count} deliveries in all"
+        if d.conflicts:
+            detail += f", {d.conflicts} with a different body"
+        events.append(
+            {"at": d.last_seen_at, "kind": "receipt", "what": "last received", "detail": detail}
+        )
+    for job in traced.jobs:
+        for attempt in job.attempts:
+            events.append(
+                {
+                    "at": attempt.started_at,
+                    "kind": "attempt",
+                    "what": f"{job.job.action} attempt {attempt.number} ({attempt.trigger})",
+                    "detail": " ".join(
+                        x for x in (attempt.outcome or "running", attempt.error_code or "") if x
+                    ),
+                    "error": bool(attempt.error_code),
+                }
+            )
+    for effect in traced.effects:
+        events.append(
+            {"at": effect.created_at, "kind": "effect", "what": effect.key, "detail": effect.state}
+        )
+    for action in traced.operator_actions:
+        events.append(
+            {
+                "at": action.at,
+                "kind": "operator",
+                "what": f"{action.command} by {action.actor}",
+                "detail": action.detail or "",
+            }
+        )
+    for layer, rows in traced.layers.items():
+        for row in rows:
+            at = row.get("at") or row.get("created_at")
+            when = at if isinstance(at, datetime) else _maybe_time(at)
+            events.append(
+                {
+                    "at": when,
+                    "kind": layer,
+                    "what": str(row.get("what") or row.get("key") or row.get("id") or layer),
+                    "detail": str(row.get("detail") or row.get("state") or ""),
+                }
+            )
+    epoch = datetime.fromtimestamp(0, UTC)
+    return sorted(events, key=lambda e: e["at"] or epoch)
+
+
+def _maybe_time(value: object) -> datetime | None:
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    return None
+
+
+def chart(minutes: list[dict[str, int]]) -> dict[str, Any]:
+    """Stacked bars (accepted, duplicate, rejected) per minute as SVG rectangles."""
+    width, height, gap = 10, 80, 2
+    peak = max(
+        (sum(m.get(k, 0) for k in ("accepted", "duplicate", "rejected")) for m in minutes),
+        default=0,
+    )
+    scale = height / peak if peak else 0
+    bars = []
+    for index, minute in enumerate(minutes):
+        y: float = height
+        for kind in ("accepted", "duplicate", "rejected"):
+            count = minute.get(kind, 0)
+            if not count:
+                continue
+            h = max(1.0, count * scale)
+            y -= h
+            label = datetime.fromtimestamp(minute["minute"] * 60, UTC).strftime("%H:%M")
+            bars.append(
+                {
+                    "x": index * (width + gap),
+                    "y": round(y, 1),
+                    "h": round(h, 1),
+                    "w": width,
+                    "kind": kind,
+                    "title": f"{label} {kind}: {count}",
+                }
+            )
+    return {"bars": bars, "width": len(minutes) * (width + gap), "height": height, "peak": peak}

@@ -1,0 +1,33 @@
+"""Sending one notification again: the operator's resend of an outbox row.
+
+Same key, same body, re-read from the existing row; the resource is not touched. Audited
+like a replay or a dead-letter retry, under the delivery whose transition wrote the row.
+"""
+
+from __future__ import annotations
+
+from hookinbox.store import OutboxView, Store
+
+
+async def resend_outbox(
+    store: Store, key: str, *, actor: str, command: str, only_failed: bool = False
+) -> OutboxView:
+    """Send one notification again from its existing row (same key, same body; the
+    resource is not touched), and record who did it in the operators' audit, under the
+    delivery whose transition wrote the row, so that delivery's trace shows it.
+    ``only_failed``: refuse a row that is not a dead letter (``outbox retry``)."""
+    row = await store.requeue_outbox(key, only_failed=only_failed)
+    delivery_id = None
+    if row.resource_id is not None:
+        delivery_id = next(
+            (
+                t.delivery_id
+                for t in await store.list_transitions(row.resource_id)
+                if t.outbox_key == key and t.outcome == "applied"
+            ),
+            None,
+        )
+    await store.record_operator_action(
+        actor=actor, command=command, delivery_id=delivery_id, detail=f"outbox {key}"
+    )
+    return row

@@ -1,0 +1,130 @@
+"""What the admin page (and the API) read: delivery search, dead-letter pages, the
+overview, and a payload shown on purpose.
+
+The CLI's reads live beside its commands (``dlq_list``, ``trace``); these are the ones a
+page needs. Lists are keyset pages (``before`` = the last id seen), never OFFSET.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from hookinbox.config import Config
+from hookinbox.errors import NotFound
+from hookinbox.logs import get_logger
+from hookinbox.metrics import RecentCounts
+from hookinbox.store import DeadLetter, DeliverySearch, DeliveryView, Store, StoreGaugeReadings
+
+log = get_logger("hookinbox.ops")
+
+
+async def search_deliveries(store: Store, search: DeliverySearch) -> list[DeliveryView]:
+    """A keyset page of the journal, newest first."""
+    return await store.search_deliveries(search)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterPage:
+    dead: list[DeadLetter]
+    #: ``(source, action, last error code, failed jobs)``, largest group first.
+    reasons: list[tuple[str, str, str, int]]
+
+
+async def dead_letter_page(
+    store: Store,
+    *,
+    source: str | None = None,
+    reason: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+) -> DeadLetterPage:
+    """Failed jobs, newest first, with the count of every (source, action, reason)."""
+    dead = await store.list_dead_letters(source=source, reason=reason, before=before, limit=limit)
+    return DeadLetterPage(dead, await store.dead_letter_reasons())
+
+
+async def view_payload(store: Store, ref: str, *, actor: str) -> tuple[DeliveryView, bytes | None]:
+    """The delivery and its raw body while retained (None once purged). Every view is
+    logged and audited by delivery id, never the body itself."""
+    found = await store.get_delivery(ref)
+    if found is None:
+        raise NotFound(f"no delivery {ref!r}")
+    body = await store.read_payload(found.id)
+    if body is not None:
+        log.warning("payload_viewed", delivery_id=found.id, source=found.source, actor=actor)
+        await store.record_operator_action(
+            actor=actor, command="view-payload", source=found.source, delivery_id=found.id
+        )
+    return found, body
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOverview:
+    name: str
+    accepted: int
+    duplicate: int
+    rejected: int
+    lag: float
+    depth: int
+    dead: int
+    paused: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    """The last hour per source, and per minute (``{"minute", "accepted", "duplicate",
+    "rejected"}``, 60 entries, oldest first)."""
+
+    sources: list[SourceOverview]
+    minutes: list[dict[str, int]] = field(default_factory=list)
+
+
+async def overview(
+    store: Store, config: Config, recent: RecentCounts, *, now: float | None = None
+) -> Overview:
+    """Accepted counts come from the journal (exact for every process); duplicates and
+    refusals from this process's memory, because a refused delivery is by design never
+    written to the store (a flood of forged requests must not cause writes). The queue
+    figures are read from the store now, not from a cache."""
+    now = time.time() if now is None else now
+    readings: StoreGaugeReadings = await store.read_store_gauges()
+    accepted: dict[str, int] = {}
+    minutes: dict[int, dict[str, int]] = {}
+    for source, minute, count in await store.deliveries_per_minute(now - 3600):
+        accepted[source] = accepted.get(source, 0) + count
+        bucket = minutes.setdefault(minute, {})
+        bucket["accepted"] = bucket.get("accepted", 0) + count
+    for minute, counts in recent.per_minute(now):
+        for (_, outcome), count in counts.items():
+            if outcome in ("accepted", "challenge"):
+                continue
+            kind = "duplicate" if outcome in ("duplicate", "conflict") else "rejected"
+            bucket = minutes.setdefault(minute, {})
+            bucket[kind] = bucket.get(kind, 0) + count
+    totals = recent.totals(now)
+    rows = []
+    for name in sorted(config.sources):
+        mine = {o: n for (s, o), n in totals.items() if s == name}
+        rows.append(
+            SourceOverview(
+                name=name,
+                accepted=accepted.get(name, 0),
+                duplicate=mine.get("duplicate", 0) + mine.get("conflict", 0),
+                rejected=sum(
+                    n
+                    for o, n in mine.items()
+                    if o not in ("accepted", "duplicate", "conflict", "challenge")
+                ),
+                lag=readings.lag_seconds.get(name, 0.0),
+                depth=readings.queue_depth.get(name, 0),
+                dead=readings.dead_letters.get(name, 0),
+                paused=name in readings.paused_seconds,
+            )
+        )
+    first = int(now // 60) - 59
+    chart: list[dict[str, Any]] = [
+        {"minute": m, **minutes.get(m, {})} for m in range(first, first + 60)
+    ]
+    return Overview(rows, chart)

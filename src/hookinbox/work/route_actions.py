@@ -1,0 +1,42 @@
+"""Every route of the config resolved to the action it runs, once, at start-up.
+
+So a typo in ``handler = "…"`` fails before anything is accepted, and the worker looks up
+an action by ``(source, action)`` and knows nothing of how it was made.
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from hookinbox.config import Config, Route
+from hookinbox.loading import load_callable
+from hookinbox.metrics import Metrics
+from hookinbox.resources.machine import build_machines
+from hookinbox.work.actions import Action, ForwardAction, HandlerAction
+from hookinbox.work.resource_action import ResourceAction
+
+
+def build_actions(
+    config: Config, client: httpx.AsyncClient, metrics: Metrics
+) -> dict[tuple[str, str], Action]:
+    """Every (source, action) of the config, resolved now so a typo fails at start-up."""
+    machines = build_machines(config.machines)
+    actions: dict[tuple[str, str], Action] = {}
+    for name, source in config.sources.items():
+        for index, route in enumerate(source.routes):
+            where = f"sources.{name}.routes.{index}"
+            if route.resource is not None:
+                machine = machines[route.resource.kind]
+                actions[(name, route.action)] = ResourceAction(
+                    name, route.resource, machine, metrics
+                )
+                continue
+            actions[(name, route.action)] = _build(route, where, client)
+    return actions
+
+
+def _build(route: Route, where: str, client: httpx.AsyncClient) -> Action:
+    if route.handler is not None:
+        return HandlerAction(load_callable(route.handler, f"{where}.handler"))
+    assert route.forward is not None
+    return ForwardAction(route.forward, route.forward_timeout_seconds, client)
