@@ -43,6 +43,7 @@ lint: venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 fmt: venv
 	$(BIN)/ruff format src tests

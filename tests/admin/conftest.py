@@ -12,38 +12,16 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.admin import handlers
-from tests.conftest import make_config
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-TOKEN = "admin-token-for-tests-0123456789"
-REPO = Path(__file__).resolve().parents[2]
-
-FLAKY_ROUTE = {"events": ["*"], "action": "crm", "handler": "tests.admin.handlers:flaky"}
+from tests.admin.support import CHROMIUM, CHROMIUM_ARGS, REPO, TOKEN
 
 
 @pytest.fixture(autouse=True)
 def _admin_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOOKINBOX_ADMIN_TOKEN", TOKEN)
     handlers.FIXED.clear()
-
-
-def admin_config(db_url: str, **sections: Any) -> Any:
-    """Two sources: ``test`` (a flaky handler, one attempt) and ``other``."""
-    config = make_config(db_url, routes=[FLAKY_ROUTE], worker={"max_attempts": 1}, **sections)
-    other = config.sources["test"].model_copy()
-    return config.model_copy(update={"sources": {**config.sources, "other": other}})
 
 
 @pytest.fixture
@@ -73,10 +51,3 @@ async def browser(chromium: str) -> AsyncIterator[Any]:
             yield launched
         finally:
             await launched.close()
-
-
-async def login(client: httpx.AsyncClient, base_url: str) -> None:
-    answer = await client.post(
-        f"{base_url}/admin/login", data={"token": TOKEN, "name": "tester"}, follow_redirects=False
-    )
-    assert answer.status_code == 303, answer.text[:500]

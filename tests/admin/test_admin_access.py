@@ -6,9 +6,10 @@ import httpx
 import pytest
 
 from hookinbox.admin.views import COOKIE
-from tests.admin.conftest import TOKEN, admin_config, login
-from tests.conftest import running_inbox, wait_for
+from tests.admin.support import TOKEN, admin_config, login
+from tests.support.inbox import running_inbox
 from tests.support.signing import delivery
+from tests.support.waiting import wait_for
 
 GET_ROUTES = [
     "/admin/",
@@ -30,8 +31,8 @@ POST_ROUTES = [
 ]
 
 
-async def test_every_admin_route_without_the_cookie_is_refused(db_url: str) -> None:
-    async with running_inbox(admin_config(db_url)) as inbox, httpx.AsyncClient() as client:
+async def test_every_admin_route_without_the_cookie_is_refused(sqlite_url: str) -> None:
+    async with running_inbox(admin_config(sqlite_url)) as inbox, httpx.AsyncClient() as client:
         for path in GET_ROUTES:
             answer = await client.get(inbox.base_url + path, follow_redirects=False)
             assert answer.status_code == 303, path
@@ -46,9 +47,9 @@ async def test_every_admin_route_without_the_cookie_is_refused(db_url: str) -> N
 
 
 async def test_a_wrong_token_is_refused_and_the_right_one_sets_a_strict_cookie(
-    db_url: str,
+    sqlite_url: str,
 ) -> None:
-    async with running_inbox(admin_config(db_url)) as inbox, httpx.AsyncClient() as client:
+    async with running_inbox(admin_config(sqlite_url)) as inbox, httpx.AsyncClient() as client:
         base = inbox.base_url
         wrong = await client.post(f"{base}/admin/login", data={"token": TOKEN + "x"})
         assert wrong.status_code == 401
@@ -76,8 +77,8 @@ async def test_a_wrong_token_is_refused_and_the_right_one_sets_a_strict_cookie(
         assert away.headers["location"] == "/admin/"
 
 
-async def test_a_post_without_the_csrf_token_changes_nothing(db_url: str) -> None:
-    async with running_inbox(admin_config(db_url)) as inbox, httpx.AsyncClient() as client:
+async def test_a_post_without_the_csrf_token_changes_nothing(sqlite_url: str) -> None:
+    async with running_inbox(admin_config(sqlite_url)) as inbox, httpx.AsyncClient() as client:
         await login(client, inbox.base_url)
         answer = await client.post(
             f"{inbox.base_url}/admin/sources/test/pause", data={"reason": "x", "csrf": "bad"}
@@ -88,18 +89,18 @@ async def test_a_post_without_the_csrf_token_changes_nothing(db_url: str) -> Non
 
 
 async def test_the_admin_is_off_without_a_token(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("HOOKINBOX_ADMIN_TOKEN")
-    async with running_inbox(admin_config(db_url)) as inbox, httpx.AsyncClient() as client:
+    async with running_inbox(admin_config(sqlite_url)) as inbox, httpx.AsyncClient() as client:
         for path in ("/admin/", "/admin/login"):
             assert (await client.get(inbox.base_url + path)).status_code == 404
         answer = await client.post(f"{inbox.base_url}/admin/login", data={"token": ""})
         assert answer.status_code == 404
 
 
-async def test_viewing_a_payload_is_an_explicit_post_and_is_audited(db_url: str) -> None:
-    async with running_inbox(admin_config(db_url)) as inbox, httpx.AsyncClient() as client:
+async def test_viewing_a_payload_is_an_explicit_post_and_is_audited(sqlite_url: str) -> None:
+    async with running_inbox(admin_config(sqlite_url)) as inbox, httpx.AsyncClient() as client:
         body, headers = delivery("evt_secretive", note="PAYLOAD-MARKER")
         await client.post(inbox.url(), content=body, headers=headers)
         await login(client, inbox.base_url)

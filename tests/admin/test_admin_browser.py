@@ -13,9 +13,10 @@ import httpx
 import pytest
 
 from tests.admin import handlers
-from tests.admin.conftest import TOKEN, admin_config
-from tests.conftest import running_inbox, wait_for
+from tests.admin.support import TOKEN, admin_config
+from tests.support.inbox import running_inbox
 from tests.support.signing import delivery
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -35,9 +36,9 @@ async def log_in(page: Any, base: str, shots: Path) -> None:
 
 
 async def test_find_a_failed_delivery_fix_the_handler_retry_it_see_it_completed(
-    db_url: str, browser: Any, shots: Path
+    sqlite_url: str, browser: Any, shots: Path
 ) -> None:
-    async with running_inbox(admin_config(db_url)) as inbox, httpx.AsyncClient() as client:
+    async with running_inbox(admin_config(sqlite_url)) as inbox, httpx.AsyncClient() as client:
         for event_id in ("evt_ok_1", "evt_ok_2"):
             handlers.FIXED.add(event_id)
             body, headers = delivery(event_id)
@@ -118,9 +119,9 @@ async def test_find_a_failed_delivery_fix_the_handler_retry_it_see_it_completed(
 
 
 async def test_retry_selected_dead_letters_after_a_confirmation(
-    db_url: str, browser: Any, shots: Path
+    sqlite_url: str, browser: Any, shots: Path
 ) -> None:
-    async with running_inbox(admin_config(db_url)) as inbox, httpx.AsyncClient() as client:
+    async with running_inbox(admin_config(sqlite_url)) as inbox, httpx.AsyncClient() as client:
         for n in range(3):
             body, headers = delivery(f"evt_dead_{n}")
             await client.post(inbox.url(), content=body, headers=headers)
@@ -168,8 +169,8 @@ async def test_retry_selected_dead_letters_after_a_confirmation(
         await page.close()
 
 
-async def test_pause_and_resume_a_source(db_url: str, browser: Any, shots: Path) -> None:
-    async with running_inbox(admin_config(db_url)) as inbox, httpx.AsyncClient() as client:
+async def test_pause_and_resume_a_source(sqlite_url: str, browser: Any, shots: Path) -> None:
+    async with running_inbox(admin_config(sqlite_url)) as inbox, httpx.AsyncClient() as client:
         page = await browser.new_page()
         base = inbox.base_url
         await log_in(page, base, shots)
@@ -207,9 +208,9 @@ async def test_pause_and_resume_a_source(db_url: str, browser: Any, shots: Path)
 
 
 async def test_a_wrong_token_is_refused_in_the_browser(
-    db_url: str, browser: Any, shots: Path
+    sqlite_url: str, browser: Any, shots: Path
 ) -> None:
-    async with running_inbox(admin_config(db_url)) as inbox:
+    async with running_inbox(admin_config(sqlite_url)) as inbox:
         page = await browser.new_page()
         await page.goto(f"{inbox.base_url}/admin/dead-letters")
         assert "/admin/login" in page.url

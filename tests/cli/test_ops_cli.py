@@ -15,12 +15,13 @@ import httpx
 import pytest
 
 from hookinbox.store import Store
-from tests.conftest import make_config, running_inbox, wait_for
 from tests.support.configs import write_config
 from tests.support.external import ExternalSystem
+from tests.support.inbox import make_config, running_inbox
 from tests.support.journal import add_delivery, settle_all
 from tests.support.processes import REPO, HookinboxProcess, hookinbox_env
 from tests.support.signing import delivery
+from tests.support.waiting import wait_for
 
 COUNT = {"events": ["*"], "action": "count", "handler": "tests.support.handlers:count"}
 CRM = {"events": ["*"], "action": "crm", "handler": "tests.support.handlers:crm_task_via_external"}

@@ -8,11 +8,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import make_config, running_inbox, wait_for_status
 from tests.support.configs import write_config
 from tests.support.external import ExternalSystem
+from tests.support.inbox import make_config, running_inbox
 from tests.support.processes import HookinboxProcess, hookinbox_env, wait_until
 from tests.support.signing import delivery
+from tests.support.waiting import wait_for_status
 
 ROUTE = {
     "events": ["*"],

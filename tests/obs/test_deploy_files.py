@@ -12,7 +12,7 @@ import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import make_config, running_inbox
+from tests.support.inbox import make_config, running_inbox
 from tests.support.signing import delivery
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -50,7 +50,7 @@ def served_names(text: str) -> set[str]:
 
 
 async def test_alerts_and_dashboard_name_only_served_metrics(
-    db_url: str, client: httpx.AsyncClient
+    sqlite_url: str, client: httpx.AsyncClient
 ) -> None:
     rules = yaml.safe_load((DEPLOY / "prometheus" / "alerts.yml").read_text())
     dashboard = json.loads((DEPLOY / "grafana" / "hookinbox.json").read_text())
@@ -65,7 +65,7 @@ async def test_alerts_and_dashboard_name_only_served_metrics(
     named = named_metrics(rules) | named_metrics(dashboard)
     assert len(named) >= 12, named
 
-    async with running_inbox(make_config(db_url)) as inbox:
+    async with running_inbox(make_config(sqlite_url)) as inbox:
         body, headers = delivery("evt_deploy")
         await client.post(inbox.url(), content=body, headers=headers)
         served = served_names((await client.get(f"{inbox.base_url}/metrics")).text)

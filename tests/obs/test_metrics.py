@@ -8,8 +8,9 @@ import time
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import make_config, running_inbox, wait_for
+from tests.support.inbox import make_config, running_inbox
 from tests.support.signing import WRONG_SECRET, delivery, event_body, signed
+from tests.support.waiting import wait_for
 
 ROUTES = [
     {"events": ["crm.lead.created"], "action": "count", "handler": "tests.support.handlers:count"},

@@ -21,8 +21,9 @@ from hookinbox.errors import (
 )
 from hookinbox.store import Store, sqlite_ops
 from hookinbox.store import sqlite as sqlite_store
-from tests.conftest import make_config, wait_for
+from tests.support.inbox import make_config
 from tests.support.journal import add_delivery, settle_all
+from tests.support.waiting import wait_for
 
 ACTOR = "test:ops"
 RESOURCE_CHECKS = {

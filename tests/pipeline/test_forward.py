@@ -12,10 +12,11 @@ import pytest
 from hookinbox import ActionError
 from hookinbox.config import Config
 from hookinbox.work.actions import Event, ForwardAction
-from tests.conftest import make_config, running_inbox, wait_for_status
+from tests.support.inbox import make_config, running_inbox
 from tests.support.processes import free_port
 from tests.support.signing import delivery
 from tests.support.target import RecordingTarget
+from tests.support.waiting import wait_for_status
 
 
 def forward_config(db_url: str, url: str, **worker: Any) -> Config:

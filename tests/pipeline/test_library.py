@@ -8,9 +8,10 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
 from hookinbox.app import Inbox
-from tests.conftest import make_config, serving, wait_for
 from tests.support import handlers
+from tests.support.inbox import make_config, serving
 from tests.support.signing import delivery
+from tests.support.waiting import wait_for
 
 
 async def test_an_inbox_mounted_under_a_prefix_receives_and_works(

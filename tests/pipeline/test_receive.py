@@ -9,9 +9,10 @@ import httpx
 import pytest
 
 from hookinbox.config import Config
-from tests.conftest import make_config, running_inbox, wait_for, wait_for_status
 from tests.support import handlers
+from tests.support.inbox import make_config, running_inbox
 from tests.support.signing import OLD_SECRET, SECRET, SECRET_ENV, WRONG_SECRET, delivery, signed
+from tests.support.waiting import wait_for, wait_for_status
 
 TWO_ROUTES = [
     {"events": ["crm.*"], "action": "count", "handler": "tests.support.handlers:count"},

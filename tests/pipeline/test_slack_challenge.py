@@ -9,7 +9,7 @@ import time
 import httpx
 from slack_sdk.signature import SignatureVerifier
 
-from tests.conftest import make_config, running_inbox
+from tests.support.inbox import make_config, running_inbox
 from tests.support.signing import SECRET, SECRET_ENV, WRONG_SECRET
 
 CHALLENGE = "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"

@@ -10,7 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import make_config, pg_address, pg_schema_url, running_inbox
+from tests.support.database import pg_address, pg_schema_url, pg_url_via
+from tests.support.inbox import make_config, running_inbox
 from tests.support.proxy import CuttableProxy
 from tests.support.signing import delivery
 
@@ -21,7 +22,7 @@ def cuttable_store(backend: str, tmp_path: Path) -> Iterator[tuple[str, object]]
     if backend == "postgres":
         proxy = CuttableProxy(*pg_address())
         try:
-            with pg_schema_url(f"postgresql://postgres@127.0.0.1:{proxy.port}/test") as url:
+            with pg_schema_url(pg_url_via("127.0.0.1", proxy.port)) as url:
                 yield url, proxy
         finally:
             proxy.close()

@@ -7,9 +7,10 @@ import itertools
 
 import httpx
 
-from tests.conftest import make_config, running_inbox, wait_for, wait_for_status
 from tests.support import handlers
+from tests.support.inbox import make_config, running_inbox
 from tests.support.signing import delivery
+from tests.support.waiting import wait_for, wait_for_status
 
 
 async def test_a_failing_handler_is_retried_with_backoff_then_dead_lettered(

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import httpx
 
-from tests.conftest import make_config, running_inbox, wait_for
 from tests.resources.support import NotifyService, outbox_settings, video_event, video_route
+from tests.support.inbox import make_config, running_inbox
 from tests.support.processes import REPO, hookinbox_env
+from tests.support.waiting import wait_for
 
 
 def hookinbox(config: Path, *args: str) -> subprocess.CompletedProcess[str]:

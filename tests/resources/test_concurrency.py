@@ -9,8 +9,9 @@ import random
 import httpx
 
 from hookinbox.resources.machine import VIDEO
-from tests.conftest import make_config, running_inbox, wait_for
 from tests.resources.support import NotifyService, outbox_settings, video_event, video_route
+from tests.support.inbox import make_config, running_inbox
+from tests.support.waiting import wait_for
 
 
 async def test_200_events_for_20_resources_in_random_order(

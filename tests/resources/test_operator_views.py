@@ -17,10 +17,11 @@ from hookinbox.app import standard_operator_views
 from hookinbox.resources.machine import VIDEO
 from hookinbox.resources.service import new_resource_id
 from hookinbox.store import ParkPolicy, ResourceEvent, Store
-from tests.conftest import make_config, running_inbox, wait_for
 from tests.resources.support import NotifyService, outbox_settings, video_event, video_route
+from tests.support.inbox import make_config, running_inbox
 from tests.support.journal import add_delivery
 from tests.support.processes import REPO, hookinbox_env
+from tests.support.waiting import wait_for
 
 RESOURCE_CHECKS = (
     "terminal_without_delivery",

@@ -17,9 +17,9 @@ from hookinbox.config.resources import OutboxSettings
 from hookinbox.resources.relay import OutboxRelay
 from hookinbox.resources.trace import TRACE_LAYERS
 from hookinbox.store import Store
-from tests.conftest import make_config
 from tests.resources import support
 from tests.resources.support import NotifyService, ready_outbox_row
+from tests.support.inbox import make_config
 from tests.support.processes import REPO, hookinbox_env
 
 FAST = {"backoff_base_seconds": 0.05, "backoff_max_seconds": 0.1, "poll_interval_seconds": 0.05}

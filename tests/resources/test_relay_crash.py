@@ -9,10 +9,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import make_config, running_inbox, wait_for
 from tests.resources.support import NotifyService, video_event, video_route
+from tests.support.inbox import make_config, running_inbox
 from tests.support.processes import HookinboxProcess, hookinbox_env, wait_until
 from tests.support.signing import SECRET_ENV
+from tests.support.waiting import wait_for
 
 CONFIG = """
 database = "{db_url}"

@@ -10,9 +10,10 @@ import httpx
 import structlog
 
 from hookinbox.store import Store
-from tests.conftest import make_config, running_inbox, wait_for
 from tests.resources.support import NotifyService, outbox_settings, video_event, video_route
+from tests.support.inbox import make_config, running_inbox
 from tests.support.signing import WRONG_SECRET
+from tests.support.waiting import wait_for
 
 
 def _config(db_url: str, notify: NotifyService, **route: Any) -> Any:

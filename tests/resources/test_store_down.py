@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import httpx
 
-from tests.conftest import make_config, running_inbox, wait_for
 from tests.pipeline.test_store_down import cuttable_store  # noqa: F401  (the fixture)
 from tests.resources.support import NotifyService, outbox_settings, video_event, video_route
+from tests.support.inbox import make_config, running_inbox
+from tests.support.waiting import wait_for
 
 
 async def test_store_down_answers_503_and_applies_nothing_then_applies_once(

@@ -15,7 +15,7 @@ import httpx
 from hookinbox.config import Config, Source
 from hookinbox.config.schemes import FingerprintPolicy, HmacOptions
 from hookinbox.errors import ConfigError, UnknownSource
-from hookinbox.verify.base import MISSING, resolve_pointer
+from hookinbox.payload import MISSING, resolve_pointer
 from hookinbox.verify.registry import build_signer
 
 

@@ -28,6 +28,7 @@ from hookinbox.errors import ConfigError, NotFound
 from hookinbox.ids import new_delivery_id
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
+from hookinbox.payload import string_at
 from hookinbox.resources.machine import StateMachine, build_machines
 from hookinbox.store import (
     Finding,
@@ -39,7 +40,6 @@ from hookinbox.store import (
     Store,
     TransitionView,
 )
-from hookinbox.verify.base import string_at
 
 log = get_logger("hookinbox.resources")
 

@@ -11,14 +11,12 @@ configured secret and every offered signature. The clock is passed in, never rea
 from __future__ import annotations
 
 import hmac
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import orjson
-
-from hookinbox.errors import MalformedJson, TimestampOutOfTolerance
+from hookinbox.errors import TimestampOutOfTolerance
+from hookinbox.payload import MISSING, parse_json_object, resolve_pointer, string_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,65 +51,9 @@ class Signer(Protocol):
         ...
 
 
-def parse_json_object(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or MalformedJson."""
-    try:
-        payload = orjson.loads(body)  # several times faster, on the hot path
-    except orjson.JSONDecodeError:
-        # orjson refuses a few things the JSON spec allows (integers past 64 bits):
-        # the standard parser has the last word.
-        try:
-            payload = json.loads(body)
-        except (UnicodeDecodeError, ValueError):
-            raise MalformedJson() from None
-    if not isinstance(payload, dict):
-        raise MalformedJson("The body is a JSON value but not an object.")
-    return payload
-
-
 def event_type_of(payload: Mapping[str, Any]) -> str:
     value = payload.get("type")
     return value if isinstance(value, str) else ""
-
-
-class _Missing:
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-#: What :func:`resolve_pointer` returns when the pointer names nothing.
-MISSING: Any = _Missing()
-
-
-def resolve_pointer(payload: Any, pointer: str) -> Any:
-    """The value a JSON pointer (RFC 6901) names, or :data:`MISSING`."""
-    value = payload
-    for raw in pointer.split("/")[1:]:
-        token = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(value, dict):
-            if token not in value:
-                return MISSING
-            value = value[token]
-        elif isinstance(value, list) and token.isdigit():
-            index = int(token)
-            if index >= len(value):
-                return MISSING
-            value = value[index]
-        else:
-            return MISSING
-    return value
-
-
-def string_at(payload: Any, pointer: str | None) -> str | None:
-    """A non-empty string or integer at ``pointer``, as text; None otherwise."""
-    if pointer is None:
-        return None
-    value = resolve_pointer(payload, pointer)
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return str(value)
-    return value if isinstance(value, str) and value else None
 
 
 def check_timestamp(stamp: str, *, now: float, tolerance_seconds: int) -> int:
@@ -140,3 +82,17 @@ def any_digest_matches(offered: Sequence[bytes], expected: Sequence[bytes]) -> b
         for candidate in expected:
             found |= hmac.compare_digest(signature, candidate)
     return found
+
+
+__all__ = [
+    "MISSING",
+    "Signer",
+    "VerifiedEvent",
+    "Verifier",
+    "any_digest_matches",
+    "check_timestamp",
+    "event_type_of",
+    "parse_json_object",
+    "resolve_pointer",
+    "string_at",
+]

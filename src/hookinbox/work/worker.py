@@ -25,8 +25,8 @@ from hookinbox.config import Config
 from hookinbox.errors import HookinboxError, MalformedJson
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
+from hookinbox.payload import parse_json_object
 from hookinbox.store import ClaimedJob, Store
-from hookinbox.verify.base import parse_json_object
 from hookinbox.work.actions import Action, Event
 from hookinbox.work.effects import EffectInProgress, JobContext, JobSettled
 from hookinbox.work.route_actions import build_actions

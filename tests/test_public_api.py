@@ -1,0 +1,48 @@
+"""The public surface is what ``hookinbox.__all__`` says, sorted, and nothing moves out
+of it by accident (httpx checks its own the same way)."""
+
+from __future__ import annotations
+
+import hookinbox
+from hookinbox import errors
+
+PUBLIC = [
+    "ActionError",
+    "Config",
+    "ConfigError",
+    "Event",
+    "HookinboxError",
+    "Inbox",
+    "JobContext",
+    "NotFound",
+    "OperationRefused",
+    "StoreUnavailable",
+    "SyncJobContext",
+    "load_config",
+]
+
+
+def test_the_public_names_are_exactly_these_and_sorted() -> None:
+    assert hookinbox.__all__ == PUBLIC
+    assert sorted(hookinbox.__all__) == hookinbox.__all__
+    for name in PUBLIC:
+        assert getattr(hookinbox, name) is not None
+
+
+def test_every_public_error_has_a_stable_code_under_the_one_root() -> None:
+    public_errors = [
+        getattr(hookinbox, n)
+        for n in PUBLIC
+        if n.endswith("Error")
+        or n
+        in (
+            "NotFound",
+            "OperationRefused",
+            "StoreUnavailable",
+        )
+    ]
+    for error in public_errors:
+        assert issubclass(error, hookinbox.HookinboxError)
+        assert error.__module__ == errors.__name__
+    assert hookinbox.ActionError("crm_unavailable").code == "crm_unavailable"
+    assert hookinbox.StoreUnavailable().code == "store_unavailable"
