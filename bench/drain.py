@@ -267,10 +267,8 @@ def report(results: dict[str, DrainResult]) -> None:
     for num, den in pairs:
         a, b = results.get(num), results.get(den)
         if a and b and a.runs and b.runs and b.med("jobs_per_s"):
-            lines.append(
-                f"  {num} / {den} {'':<{30 - len(num) - len(den)}} "
-                f"{a.med('jobs_per_s') / b.med('jobs_per_s'):.2f}x"
-            )
+            label = f"{num} / {den}"
+            lines.append(f"  {label:<50} {a.med('jobs_per_s') / b.med('jobs_per_s'):.2f}x")
     if lines:
         print("\nratios (median jobs/s):")
         print("\n".join(lines))

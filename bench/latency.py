@@ -12,11 +12,17 @@ run, ``attempts.started_at`` of its job's first attempt minus ``deliveries.first
 (LISTEN/NOTIFY on PostgreSQL, an in-process event on SQLite), the claim and the start of
 the attempt. The answer latency the sender saw (from the time each request was *due*) is
 printed beside it.
+
+When the workers cannot keep up at that rate (jobs still unfinished when the load stops:
+more than half a second of arrivals), the figure is mostly the queue growing over the run.
+Then a second series runs at half the rate at which the same server drained that backlog
+with the load off ("kept up"): the wake-up path at a rate the workers sustain.
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass, field
 
 import loadgen
@@ -52,19 +58,35 @@ class LatencyRun:
     start_p99_ms: float
     start_max_ms: float
     depth_end: int
+    #: The serve process's CPU (receiver + workers) per answered request over the run.
+    cpu_us_per_req: float | None
+    #: Load off after the run: jobs/s at which the backlog (depth_end) drained.
+    backlog_drain_per_s: float | None
+
+    @property
+    def kept_up(self) -> bool:
+        return self.depth_end <= 0.5 * self.rate
+
+
+@dataclass
+class LatencySeries:
+    """Runs at one rate."""
+
+    label: str
+    rate: float
+    rate_source: str
+    runs: list[LatencyRun] = field(default_factory=list)
+
+    def med(self, attr: str) -> float:
+        return float(statistics.median(getattr(r, attr) for r in self.runs))
 
 
 @dataclass
 class LatencyResult:
     target: str
-    rate: float = 0.0
-    rate_source: str = ""
-    runs: list[LatencyRun] = field(default_factory=list)
+    series: list[LatencySeries] = field(default_factory=list)
     unavailable: str | None = None
     notes: list[str] = field(default_factory=list)
-
-    def med(self, attr: str) -> float:
-        return float(statistics.median(getattr(r, attr) for r in self.runs))
 
 
 async def probe_max_rate(server: Proc, bench: Bench, probe: Probe) -> float:
@@ -89,9 +111,13 @@ async def paced_run(
     requests = signed_requests(
         server.port, bench.signer, unique_ids(max(1, int(rate * seconds)), tag)
     )
+    cpu0 = server.cpu_seconds()
     lr = await loadgen.send_paced("127.0.0.1", server.port, requests, rate)
+    cpu1 = server.cpu_seconds()
     depth = int(await probe.scalar(HOOKINBOX_SQL.unfinished))
-    await wait_drained(probe, HOOKINBOX_SQL.unfinished)
+    drain_started = time.monotonic()
+    left = await wait_drained(probe, HOOKINBOX_SQL.unfinished)
+    drained_in = time.monotonic() - drain_started
     starts = await probe.start_latencies(tag_pattern(tag))
     return LatencyRun(
         rate=rate,
@@ -106,7 +132,47 @@ async def paced_run(
         start_p99_ms=percentile(starts, 99) * 1000,
         start_max_ms=max(starts, default=0.0) * 1000,
         depth_end=depth,
+        cpu_us_per_req=(cpu1 - cpu0) / lr.ok * 1e6
+        if cpu0 is not None and cpu1 is not None and lr.ok
+        else None,
+        backlog_drain_per_s=(depth - left) / drained_in if depth > 100 and drained_in else None,
     )
+
+
+async def run_series(
+    server: Proc, bench: Bench, probe: Probe, series: LatencySeries, notes: list[str]
+) -> None:
+    args = bench.args
+    log(
+        f"[{server.name} +workers] latency {series.label} at {series.rate:,.0f}/s "
+        f"({series.rate_source})"
+    )
+    for i in range(args.runs):
+        run = await paced_run(server, bench, probe, series.rate, args.latency_seconds)
+        series.runs.append(run)
+        log(
+            f"[{server.name} +workers] latency {series.label} run {i + 1}/{args.runs}: "
+            f"sent {run.sent_per_s:,.0f}/s, receive->start p50 {run.start_p50_ms:.1f} ms "
+            f"p99 {run.start_p99_ms:.1f} ms max {run.start_max_ms:.0f} ms; answer p50 "
+            f"{run.answer_p50_ms:.1f} ms p99 {run.answer_p99_ms:.1f} ms; errors {run.errors}"
+            f"; late sends {run.late_sends}; depth at end {run.depth_end:,}"
+        )
+        where = f"{series.label} run {i + 1}"
+        if run.started < run.answered:
+            notes.append(
+                f"{where}: {run.answered - run.started:,} answered deliveries "
+                "whose job never started"
+            )
+        if not run.kept_up:
+            notes.append(
+                f"{where}: {run.depth_end:,} jobs unfinished when the load stopped: the "
+                "workers did not keep up, the latency is mostly the queue growing"
+            )
+        if run.late_sends > 0.01 * run.answered:
+            notes.append(
+                f"{where}: {run.late_sends:,} requests left > 5 ms late "
+                "(the load generator or its connections could not hold the rate)"
+            )
 
 
 async def run_latency(
@@ -122,37 +188,28 @@ async def run_latency(
     try:
         await wait_drained(probe, HOOKINBOX_SQL.unfinished)
         if args.latency_rate:
-            result.rate, result.rate_source = args.latency_rate, "--latency-rate"
+            rate, source = args.latency_rate, "--latency-rate"
         elif receive_rate:
-            result.rate = receive_rate / 2
-            result.rate_source = f"half of receive {receive_rate:,.0f}/s"
+            rate, source = receive_rate / 2, f"half of receive {receive_rate:,.0f}/s"
         else:
             top = await probe_max_rate(server, bench, probe)
-            result.rate = max(top / 2, 10.0)
-            result.rate_source = f"half of a wrk probe with workers on, {top:,.0f}/s"
-        log(f"[{server.name} +workers] latency at {result.rate:,.0f}/s ({result.rate_source})")
+            rate, source = max(top / 2, 10.0), f"half of a wrk probe with workers on, {top:,.0f}/s"
         # Warm-up (not reported): the connections, the workers' first claims.
-        await paced_run(server, bench, probe, result.rate, min(1.0, args.latency_seconds))
-        for i in range(args.runs):
-            run = await paced_run(server, bench, probe, result.rate, args.latency_seconds)
-            result.runs.append(run)
-            log(
-                f"[{server.name} +workers] latency run {i + 1}/{args.runs}: "
-                f"sent {run.sent_per_s:,.0f}/s, receive->start p50 {run.start_p50_ms:.1f} ms "
-                f"p99 {run.start_p99_ms:.1f} ms max {run.start_max_ms:.0f} ms; answer p50 "
-                f"{run.answer_p50_ms:.1f} ms p99 {run.answer_p99_ms:.1f} ms; errors {run.errors}"
-                f"; late sends {run.late_sends}; depth at end {run.depth_end:,}"
-            )
-            if run.started < run.answered:
-                result.notes.append(
-                    f"run {i + 1}: {run.answered - run.started:,} answered deliveries "
-                    "whose job never started"
-                )
-            if run.late_sends > 0.01 * run.answered:
-                result.notes.append(
-                    f"run {i + 1}: {run.late_sends:,} requests left > 5 ms late "
-                    "(the load generator or its connections could not hold the rate)"
-                )
+        await paced_run(server, bench, probe, rate, min(1.0, args.latency_seconds))
+        main = LatencySeries("1/2 max", rate, source)
+        result.series.append(main)
+        await run_series(server, bench, probe, main, result.notes)
+        drains = [r.backlog_drain_per_s for r in main.runs if r.backlog_drain_per_s]
+        if args.latency_rate or all(r.kept_up for r in main.runs) or not drains:
+            return
+        drain_rate = statistics.median(drains)
+        kept = LatencySeries(
+            "kept up",
+            max(drain_rate / 2, 10.0),
+            f"half of the backlog drain rate with the load off, {drain_rate:,.0f} jobs/s",
+        )
+        result.series.append(kept)
+        await run_series(server, bench, probe, kept, result.notes)
     finally:
         await probe.close()
 
@@ -163,8 +220,10 @@ def report(results: dict[str, LatencyResult]) -> None:
     print("   answer = request due -> answer read, as the sender saw it")
     print()
     hdr = (
-        f"{'target':<17} {'rate/s':>7} {'sent/s':>7} {'start p50':>9} {'p99':>7} {'max':>7} "
-        f"{'answer p50':>10} {'p99':>7} {'depth':>6} {'errors':>6}  runs (start p50/p99 ms)"
+        f"{'target':<17} {'series':<8} {'rate/s':>7} {'sent/s':>7} "
+        f"{'start p50':>9} {'p99':>7} {'max':>7} "
+        f"{'answer p50':>10} {'p99':>7} {'depth':>6} {'cpu us':>6} {'errors':>6}  "
+        "runs (start p50/p99 ms)"
     )
     print(hdr)
     print("-" * len(hdr))
@@ -172,17 +231,21 @@ def report(results: dict[str, LatencyResult]) -> None:
         if lr.unavailable is not None:
             print(f"{target:<17} unavailable: {lr.unavailable.strip().splitlines()[0]}")
             continue
-        if lr.runs:
-            each = " ".join(f"{r.start_p50_ms:.1f}/{r.start_p99_ms:.1f}" for r in lr.runs)
+        for sr in lr.series:
+            if not sr.runs:
+                continue
+            each = " ".join(f"{r.start_p50_ms:.1f}/{r.start_p99_ms:.1f}" for r in sr.runs)
+            cpus = [r.cpu_us_per_req for r in sr.runs if r.cpu_us_per_req is not None]
+            cpu = f"{statistics.median(cpus):6.0f}" if cpus else f"{'n/a':>6}"
             print(
-                f"{target:<17} {lr.rate:>7,.0f} {lr.med('sent_per_s'):>7,.0f} "
-                f"{lr.med('start_p50_ms'):>9.1f} {lr.med('start_p99_ms'):>7.1f} "
-                f"{max(r.start_max_ms for r in lr.runs):>7.0f} "
-                f"{lr.med('answer_p50_ms'):>10.1f} {lr.med('answer_p99_ms'):>7.1f} "
-                f"{statistics.median_low(r.depth_end for r in lr.runs):>6,} "
-                f"{sum(r.errors for r in lr.runs):>6}  {each}"
+                f"{target:<17} {sr.label:<8} {sr.rate:>7,.0f} {sr.med('sent_per_s'):>7,.0f} "
+                f"{sr.med('start_p50_ms'):>9.1f} {sr.med('start_p99_ms'):>7.1f} "
+                f"{max(r.start_max_ms for r in sr.runs):>7.0f} "
+                f"{sr.med('answer_p50_ms'):>10.1f} {sr.med('answer_p99_ms'):>7.1f} "
+                f"{statistics.median_low(r.depth_end for r in sr.runs):>6,} {cpu} "
+                f"{sum(r.errors for r in sr.runs):>6}  {each}"
             )
-            print(f"{'':<17} rate: {lr.rate_source}")
+            print(f"{'':<17} {sr.label}: {sr.rate_source}")
         for note in lr.notes:
             print(f"{'':<17} note: {note}")
 
@@ -192,9 +255,15 @@ def to_json(results: dict[str, LatencyResult]) -> dict[str, object]:
         t: {
             "unavailable": lr.unavailable,
             "notes": lr.notes,
-            "rate": lr.rate,
-            "rate_source": lr.rate_source,
-            "runs": [r.__dict__ for r in lr.runs],
+            "series": [
+                {
+                    "label": sr.label,
+                    "rate": sr.rate,
+                    "rate_source": sr.rate_source,
+                    "runs": [r.__dict__ for r in sr.runs],
+                }
+                for sr in lr.series
+            ],
         }
         for t, lr in results.items()
     }

@@ -201,18 +201,23 @@ def report(results: dict[str, PipelineResult], receive_rates: dict[str, float]) 
             )
         for note in pr.notes:
             print(f"{'':<17} note: {note}")
-    print("\nratios (medians):")
+    lines: list[tuple[str, str]] = []
     for target, pr in results.items():
         if not pr.runs:
             continue
         acc, done = pr.med("accepted_per_s"), pr.med("completed_per_s")
-        print(f"  {target} completed/s / accepted/s {'':<14} {done / acc if acc else 0:.2f}")
-        base = receive_rates.get(target)
-        if base:
-            print(f"  {target} accepted/s with workers / receive only {'':<2} {acc / base:.2f}")
-        ceiling = receive_rates.get("ceiling")
-        if ceiling:
-            print(f"  {target} completed/s / ceiling {'':<19} {done / ceiling:.2f} of ceiling")
+        if acc:
+            lines.append((f"{target} completed/s / accepted/s", f"{done / acc:.2f}"))
+        if base := receive_rates.get(target):
+            lines.append((f"{target} accepted/s with workers / without", f"{acc / base:.2f}"))
+        if ceiling := receive_rates.get("ceiling"):
+            lines.append((f"{target} completed/s / ceiling", f"{done / ceiling:.2f} of ceiling"))
+        if naive := receive_rates.get("naive"):
+            lines.append((f"{target} completed/s / naive receive", f"{done / naive:.2f}x naive"))
+    if lines:
+        print("\nratios (medians; baselines from this run's receive mode):")
+        for label, value in lines:
+            print(f"  {label:<50} {value}")
 
 
 def to_json(results: dict[str, PipelineResult]) -> dict[str, object]:

@@ -41,7 +41,7 @@ DEFAULTS: dict[str, tuple[object, object]] = {
     "duration": (4, 2),
     "runs": (3, 1),
     "connections": ("32,8", "32"),
-    "drain_jobs": (10_000, 500),
+    "drain_jobs": (5_000, 500),
     "latency_seconds": (5.0, 2.0),
 }
 
@@ -70,7 +70,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--connections", help="wrk connection counts (32,8; quick 32)")
     ap.add_argument("--threads", type=int, default=1, help="wrk threads (1)")
     ap.add_argument("--dup-ids", type=int, default=8, help="distinct ids in dup runs (8)")
-    ap.add_argument("--drain-jobs", type=int, help="jobs queued per drain run (10000; quick 500)")
+    ap.add_argument("--drain-jobs", type=int, help="jobs queued per drain run (5000; quick 500)")
     ap.add_argument(
         "--latency-seconds", type=float, help="seconds of paced load per latency run (5; quick 2)"
     )
