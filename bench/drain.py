@@ -60,6 +60,8 @@ class DrainRun:
     fill_per_s: float
     left: int
     failed: int | None
+    #: Jobs the target records as done successfully after the worker stopped.
+    done: int = 0
 
     @property
     def jobs_per_s(self) -> float:
@@ -170,8 +172,9 @@ async def _drain(setup: _Setup, queued: int, max_s: float) -> DrainRun:
     finally:
         worker.stop()
     failed = int(await probe.scalar(sql.failed)) if sql.failed else None
+    done = int(await probe.scalar(sql.done))
     if first is None:  # no progress at all
-        return DrainRun(0, end - spawned, end - spawned, None, 0.0, left, failed)
+        return DrainRun(0, end - spawned, end - spawned, None, 0.0, left, failed, done)
     t_first, left_first, cpu_first = first
     if left_first == 0:
         # Everything went within one poll of the first progress: count from the spawn.
@@ -185,6 +188,7 @@ async def _drain(setup: _Setup, queued: int, max_s: float) -> DrainRun:
         fill_per_s=0.0,
         left=left,
         failed=failed,
+        done=done,
     )
 
 
@@ -218,6 +222,11 @@ async def bench_drain(target: str, bench: Bench) -> DrainResult:
                 result.notes.append(f"run {i + 1}: {run.left:,} jobs left when the bench gave up")
             if run.failed:
                 result.notes.append(f"run {i + 1}: {run.failed:,} jobs failed")
+            if run.done != queued - run.left:
+                result.notes.append(
+                    f"run {i + 1}: {run.done:,} jobs recorded as done for "
+                    f"{queued - run.left:,} gone from the queue"
+                )
         except Exception as exc:
             result.notes.append(f"run {i + 1} aborted: {type(exc).__name__}: {exc}")
             log(f"[{target}] drain run {i + 1} aborted: {exc}")
