@@ -15,7 +15,7 @@ export SLACK_SIGNING_SECRET VIDEO_WEBHOOK_SECRET
 # Parallel test workers: the slow scenarios mostly wait on leases and processes.
 TEST_WORKERS ?= 4
 
-.PHONY: venv run demo test lint fmt bench postgres chromium clean
+.PHONY: venv run demo test lint fmt bench bench-deps postgres chromium clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,8 +49,17 @@ fmt: venv
 	$(BIN)/ruff format src tests
 	$(BIN)/ruff check --fix src tests
 
-bench: venv postgres
-	$(BIN)/python bench/run.py
+# The peers of `make bench` (procrastinate, pgqueuer) come from the optional extra `bench`.
+BENCH_STAMP := $(VENV)/.bench-stamp
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench-deps: $(BENCH_STAMP)
+
+# BENCH_ARGS: e.g. make bench BENCH_ARGS="--quick --modes drain"
+bench: venv postgres bench-deps
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) var test-output .pytest_cache .mypy_cache .ruff_cache

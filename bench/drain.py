@@ -1,0 +1,298 @@
+"""Mode ``drain``: N no-op jobs already queued, then ONE worker process; jobs/s until empty.
+
+Each run starts from a fresh store. The queue is filled the genuine way: N deliveries
+(unique ids, signed) sent to the target's own receiver with workers off
+(``hookinbox serve --no-workers``; the peers' receivers in bench/peers/), which is then
+stopped. Then one worker process starts (``hookinbox worker``; ``procrastinate worker``;
+pgqueuer's ``QueueManager``) and the bench polls the target's unfinished-job count every
+50 ms until it reaches 0:
+
+- **jobs/s** = the jobs left at the first poll that saw progress, divided by the time from
+  that poll to the poll that saw 0 (the worker's start-up is not in it; it is shown apart);
+- **cpu** = the worker process's CPU seconds (user + system, /proc) over that same span,
+  and per job. PostgreSQL's own CPU is not in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import loadgen
+from harness import (
+    HOST,
+    Bench,
+    Proc,
+    Unavailable,
+    free_port,
+    fresh_hookinbox_store,
+    hookinbox_config,
+    hookinbox_serve_cmd,
+    hookinbox_worker_cmd,
+    log,
+    signed_requests,
+    unique_ids,
+)
+from peer_targets import (
+    PEER_SQL,
+    PEERS,
+    fresh_peer_db,
+    peer_db,
+    peer_env,
+    peer_receiver,
+    peer_worker,
+)
+from tables import HOOKINBOX_SQL, Probe, QueueSql
+
+POLL_S = 0.05
+STALL_S = 20.0
+FILL_CONNECTIONS = 32
+
+
+@dataclass
+class DrainRun:
+    jobs: int
+    seconds: float
+    startup_s: float
+    cpu_s: float | None
+    fill_per_s: float
+    left: int
+    failed: int | None
+    #: Jobs the target records as done successfully after the worker stopped.
+    done: int = 0
+
+    @property
+    def jobs_per_s(self) -> float:
+        return self.jobs / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def cpu_us_per_job(self) -> float | None:
+        return self.cpu_s / self.jobs * 1e6 if self.cpu_s is not None and self.jobs else None
+
+
+@dataclass
+class DrainResult:
+    target: str
+    jobs: int = 0
+    runs: list[DrainRun] = field(default_factory=list)
+    unavailable: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def med(self, attr: str) -> float:
+        return float(statistics.median(getattr(r, attr) for r in self.runs))
+
+
+@dataclass
+class _Setup:
+    """One run's fresh store: its receiver and worker (not started) and how to read it."""
+
+    receiver: Proc
+    worker: Proc
+    sql: QueueSql
+    probe: Probe
+
+
+async def _setup(target: str, bench: Bench, run: int) -> _Setup:
+    args = bench.args
+    port = free_port()
+    tmp = bench.tmp
+    if target in PEERS:
+        env = peer_env(target, bench.env, args.pgqueuer_on_conflict)
+        fresh_peer_db(target, env)
+        return _Setup(
+            receiver=peer_receiver(target, port, env, tmp / f"drain-{target}-receiver.log"),
+            worker=peer_worker(target, args.concurrency, env, tmp / f"drain-{target}-worker.log"),
+            sql=PEER_SQL[target],
+            probe=await Probe.open_pg(peer_db(target)),
+        )
+    kind = "sqlite" if target == "hookinbox-sqlite" else "pg"
+    store = fresh_hookinbox_store(kind, f"drain_{kind}", tmp)
+    config = hookinbox_config(store, tmp, f"drain-{target}-{run}", bench.env, args.concurrency)
+    level = args.hookinbox_log_level
+    return _Setup(
+        receiver=Proc(
+            target,
+            hookinbox_serve_cmd(config, port, workers=False, log_level=level),
+            bench.env,
+            tmp / f"drain-{target}-receiver.log",
+        ),
+        worker=Proc(
+            f"{target}-worker",
+            hookinbox_worker_cmd(config, level),
+            bench.env,
+            tmp / f"drain-{target}-worker.log",
+        ),
+        sql=HOOKINBOX_SQL,
+        probe=await Probe.open(store),
+    )
+
+
+async def _fill(setup: _Setup, bench: Bench, jobs: int) -> float:
+    """N deliveries through the target's receiver, workers off; return deliveries/s."""
+    receiver = setup.receiver
+    receiver.start()
+    try:
+        requests = signed_requests(receiver.port, bench.signer, unique_ids(jobs))
+        r = await loadgen.send_each(HOST, receiver.port, requests, FILL_CONNECTIONS, 600)
+    finally:
+        receiver.stop()
+    if r.accepted != jobs or r.errors:
+        raise RuntimeError(
+            f"filling the queue: {r.accepted:,} of {jobs:,} accepted, "
+            f"non-200 {dict(r.non200)}, socket errors {r.socket_errors}\n{receiver.log_tail()}"
+        )
+    return r.sent / r.elapsed_s
+
+
+async def _drain(setup: _Setup, queued: int, max_s: float) -> DrainRun:
+    worker, probe, sql = setup.worker, setup.probe, setup.sql
+    spawned = time.monotonic()
+    worker.spawn()
+    first: tuple[float, int, float | None] | None = None
+    left = queued
+    last_change = spawned
+    try:
+        while True:
+            await asyncio.sleep(POLL_S)
+            now_left = int(await probe.scalar(sql.unfinished))
+            now = time.monotonic()
+            if now_left != left:
+                left, last_change = now_left, now
+            if first is None and left < queued:
+                first = (now, left, worker.cpu_seconds())
+            if left == 0:
+                break
+            if not worker.alive():
+                raise RuntimeError(f"worker exited early\n{worker.log_tail()}")
+            if now - last_change > STALL_S or now - spawned > max_s:
+                break
+        end, cpu_end = time.monotonic(), worker.cpu_seconds()
+    finally:
+        worker.stop()
+    failed = int(await probe.scalar(sql.failed)) if sql.failed else None
+    done = int(await probe.scalar(sql.done))
+    if first is None:  # no progress at all
+        return DrainRun(0, end - spawned, end - spawned, None, 0.0, left, failed, done)
+    t_first, left_first, cpu_first = first
+    if left_first == 0:
+        # Everything went within one poll of the first progress: count from the spawn.
+        t_first, left_first, cpu_first = spawned, queued, 0.0
+    cpu = cpu_end - cpu_first if cpu_end is not None and cpu_first is not None else None
+    return DrainRun(
+        jobs=left_first - left,
+        seconds=end - t_first,
+        startup_s=t_first - spawned,
+        cpu_s=cpu,
+        fill_per_s=0.0,
+        left=left,
+        failed=failed,
+        done=done,
+    )
+
+
+async def bench_drain(target: str, bench: Bench) -> DrainResult:
+    jobs = bench.args.drain_jobs
+    result = DrainResult(target, jobs=jobs)
+    for i in range(bench.args.runs):
+        try:
+            setup = await _setup(target, bench, i)
+        except Exception as exc:
+            result.unavailable = (
+                str(exc) if isinstance(exc, Unavailable) else f"{type(exc).__name__}: {exc}"
+            )
+            log(f"[{target}] drain unavailable: {result.unavailable}")
+            return result
+        try:
+            fill_rate = await _fill(setup, bench, jobs)
+            queued = int(await setup.probe.scalar(setup.sql.unfinished))
+            if queued != jobs:
+                result.notes.append(f"run {i + 1}: {queued:,} jobs queued for {jobs:,} accepted")
+            run = await _drain(setup, queued, max_s=max(120.0, jobs / 20))
+            run.fill_per_s = fill_rate
+            result.runs.append(run)
+            cpu = f"{run.cpu_s:.2f} s" if run.cpu_s is not None else "n/a"
+            log(
+                f"[{target}] drain run {i + 1}/{bench.args.runs}: {run.jobs:,} jobs in "
+                f"{run.seconds:.2f} s = {run.jobs_per_s:,.0f}/s, worker cpu {cpu}, "
+                f"start-up {run.startup_s:.2f} s (filled at {fill_rate:,.0f}/s)"
+            )
+            if run.left:
+                result.notes.append(f"run {i + 1}: {run.left:,} jobs left when the bench gave up")
+            if run.failed:
+                result.notes.append(f"run {i + 1}: {run.failed:,} jobs failed")
+            if run.done != queued - run.left:
+                result.notes.append(
+                    f"run {i + 1}: {run.done:,} jobs recorded as done for "
+                    f"{queued - run.left:,} gone from the queue"
+                )
+        except Exception as exc:
+            result.notes.append(f"run {i + 1} aborted: {type(exc).__name__}: {exc}")
+            log(f"[{target}] drain run {i + 1} aborted: {exc}")
+        finally:
+            await setup.probe.close()
+            for proc in (setup.receiver, setup.worker):
+                if note := proc.bad_exit():
+                    result.notes.append(f"run {i + 1}: {note}")
+    return result
+
+
+def report(results: dict[str, DrainResult]) -> None:
+    print("== drain: N queued no-op jobs, ONE worker process, jobs/s until the queue is empty")
+    print("   cpu = the worker process's CPU over the drain (not PostgreSQL's), and per job;")
+    print("   start-up = worker spawn to the first job seen done (not in jobs/s)")
+    print()
+    hdr = (
+        f"{'target':<17} {'jobs':>6} {'jobs/s':>8} {'cpu s':>6} {'cpu us/job':>10} "
+        f"{'start-up s':>10}  runs (jobs/s)"
+    )
+    print(hdr)
+    print("-" * len(hdr))
+    for target, dr in results.items():
+        if dr.unavailable is not None:
+            print(f"{target:<17} unavailable: {dr.unavailable.strip().splitlines()[0]}")
+            continue
+        if dr.runs:
+            cpus = [r.cpu_s for r in dr.runs if r.cpu_s is not None]
+            per_job = [r.cpu_us_per_job for r in dr.runs if r.cpu_us_per_job is not None]
+            cpu = f"{statistics.median(cpus):6.2f}" if cpus else f"{'n/a':>6}"
+            pj = f"{statistics.median(per_job):10.0f}" if per_job else f"{'n/a':>10}"
+            each = " ".join(f"{r.jobs_per_s:,.0f}" for r in dr.runs)
+            print(
+                f"{target:<17} {dr.jobs:>6,} {dr.med('jobs_per_s'):>8,.0f} {cpu} {pj} "
+                f"{dr.med('startup_s'):>10.2f}  {each}"
+            )
+        for note in dr.notes:
+            print(f"{'':<17} note: {note}")
+    pairs = [
+        ("hookinbox-pg", "procrastinate"),
+        ("hookinbox-pg", "pgqueuer"),
+        ("hookinbox-sqlite", "procrastinate"),
+        ("hookinbox-sqlite", "pgqueuer"),
+        ("hookinbox-sqlite", "hookinbox-pg"),
+    ]
+    lines = []
+    for num, den in pairs:
+        a, b = results.get(num), results.get(den)
+        if a and b and a.runs and b.runs and b.med("jobs_per_s"):
+            label = f"{num} / {den}"
+            lines.append(f"  {label:<50} {a.med('jobs_per_s') / b.med('jobs_per_s'):.2f}x")
+    if lines:
+        print("\nratios (median jobs/s):")
+        print("\n".join(lines))
+
+
+def to_json(results: dict[str, DrainResult]) -> dict[str, object]:
+    return {
+        t: {
+            "unavailable": dr.unavailable,
+            "notes": dr.notes,
+            "jobs": dr.jobs,
+            "runs": [
+                r.__dict__ | {"jobs_per_s": r.jobs_per_s, "cpu_us_per_job": r.cpu_us_per_job}
+                for r in dr.runs
+            ],
+        }
+        for t, dr in results.items()
+    }

@@ -1,0 +1,142 @@
+"""pgqueuer as a webhook receiver and as a consumer, the way a Python user would do it.
+
+Receiver (Starlette under uvicorn, run by bench/run.py exactly like the hookinbox
+targets): verify the Standard Webhooks signature (peers/signature.py), then enqueue one
+no-op job with ``dedupe_key`` = the event id, pgqueuer's own deduplication (a unique
+index over the keys of queued and picked jobs). ``PEER_ON_CONFLICT`` picks what a repeat
+does: ``skip`` (the default here; pgqueuer >= 1.2: ``INSERT ... ON CONFLICT DO NOTHING``,
+the job id comes back as None) or ``raise`` (pgqueuer's own default: a unique violation,
+``DuplicateJobError``). Either way the answer is 200 ``duplicate``, after the enqueue
+statement committed (autocommit, one statement).
+
+Consumer: one ``QueueManager`` over one asyncpg connection
+(``QueueManager(Queries(AsyncpgDriver(conn)))``), with ``QueueManager.run``'s defaults
+(batch_size 10, no cap on jobs in flight, LISTEN/NOTIFY).
+
+    python bench/peers/pgqueuer_peer.py schema
+    python bench/peers/pgqueuer_peer.py worker
+    uvicorn --app-dir bench/peers pgqueuer_peer:app ...
+
+Environment: ``PEER_DSN`` (its own database) and ``BENCH_SECRET`` (a ``whsec_`` secret).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import asyncpg
+from pgqueuer import AsyncpgDriver, AsyncpgPoolDriver, Job, Queries, QueueManager
+from pgqueuer.domain.errors import DuplicateJobError
+from signature import MAX_BODY, Refused, verify
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+#: The same pool size as the naive receiver's.
+POOL_SIZE = 10
+DSN = os.environ["PEER_DSN"]
+ON_CONFLICT = os.environ.get("PEER_ON_CONFLICT", "skip")
+if ON_CONFLICT not in ("skip", "raise"):
+    raise SystemExit("PEER_ON_CONFLICT must be skip or raise")
+ENTRYPOINT = "noop"
+
+
+@asynccontextmanager
+async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    pool = await asyncpg.create_pool(DSN, min_size=POOL_SIZE, max_size=POOL_SIZE)
+    app.state.queries = Queries(AsyncpgPoolDriver(pool))
+    try:
+        yield
+    finally:
+        await pool.close()
+
+
+def _duplicate(event_id: str) -> Response:
+    return JSONResponse({"status": "duplicate", "event_id": event_id})
+
+
+async def receive(request: Request) -> Response:
+    body = await request.body()
+    if len(body) > MAX_BODY:
+        return JSONResponse({"error": "too_large"}, status_code=413)
+    try:
+        event = verify(request.headers, body)
+    except Refused as exc:
+        return JSONResponse({"error": exc.code}, status_code=400)
+    queries: Queries = request.app.state.queries
+    try:
+        if ON_CONFLICT == "skip":
+            ids = await queries.enqueue(
+                ENTRYPOINT, body, dedupe_key=event.event_id, on_conflict="skip"
+            )
+            if ids[0] is None:
+                return _duplicate(event.event_id)
+        else:
+            await queries.enqueue(ENTRYPOINT, body, dedupe_key=event.event_id)
+    except DuplicateJobError:
+        return _duplicate(event.event_id)
+    except (OSError, asyncpg.PostgresError):
+        return JSONResponse(
+            {"error": "store_unavailable"}, status_code=503, headers={"Retry-After": "5"}
+        )
+    return JSONResponse({"status": "accepted", "event_id": event.event_id})
+
+
+async def healthz(request: Request) -> Response:
+    return Response(b"ok", media_type="text/plain")
+
+
+app = Starlette(
+    routes=[
+        Route("/webhooks/{source}", receive, methods=["POST"]),
+        Route("/healthz", healthz, methods=["GET"]),
+    ],
+    lifespan=lifespan,
+)
+
+
+async def install() -> None:
+    conn = await asyncpg.connect(DSN)
+    try:
+        await Queries(AsyncpgDriver(conn)).install()
+    finally:
+        await conn.close()
+
+
+async def work() -> None:
+    """Consume until SIGTERM/SIGINT, then let running jobs finish (``qm.shutdown``)."""
+    conn = await asyncpg.connect(DSN)
+    try:
+        qm = QueueManager(Queries(AsyncpgDriver(conn)))
+
+        @qm.entrypoint(ENTRYPOINT)
+        async def noop(job: Job) -> None:
+            """Does nothing: the bench measures the queue, not the handler."""
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, qm.shutdown.set)
+        await qm.run()
+    finally:
+        await conn.close()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("schema", help="install pgqueuer's tables in PEER_DSN")
+    sub.add_parser("worker", help="run one consumer until SIGTERM")
+    args = ap.parse_args()
+    asyncio.run(install() if args.command == "schema" else work())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,351 @@
+"""Mode ``receive``: answers per second of each receiver under wrk (workers off).
+
+Each target is its own server process; wrk drives it with pre-signed requests in two
+modes: ``unique`` (every request a new event id: a journal row and a job each) and
+``dup`` (the same few ids, all already accepted, again and again). After the server
+stopped, the rows in its store are checked against the ``accepted`` answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import statistics
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness import (
+    Bench,
+    Proc,
+    RunResult,
+    Unavailable,
+    db_name,
+    dup_ids,
+    free_port,
+    fresh_hookinbox_store,
+    hookinbox_config,
+    hookinbox_serve_cmd,
+    log,
+    pg_dsn,
+    pg_recreate,
+    prime,
+    run_wrk_measured,
+    unique_ids,
+    uvicorn_cmd,
+    write_requests,
+)
+from peer_targets import PEER_SQL, PEERS, fresh_peer_db, peer_db, peer_env, peer_receiver
+from tables import HOOKINBOX_SQL, Probe
+
+HOOKINBOX_TARGETS = ("hookinbox-sqlite", "hookinbox-pg", "hookinbox-pg-x2")
+ALL_TARGETS = ("ceiling", "naive", *HOOKINBOX_TARGETS, *PEERS)
+#: Measured only when asked for (--targets): two server processes are not the
+#: one-process comparison the ratios are about, but show the scale-out path.
+DEFAULT_TARGETS = ("ceiling", "naive", "hookinbox-sqlite", "hookinbox-pg")
+CEILING_REQUESTS = 20_000  # the bare app ignores ids: one file, cycled
+
+#: Row counts after the run, by label: each must match the accepted answers.
+RowCounter = Callable[[], Coroutine[Any, Any, dict[str, int]]]
+
+
+@dataclass
+class Cell:
+    target: str
+    mode: str
+    conns: int
+    runs: list[RunResult] = field(default_factory=list)
+
+    def med(self, attr: str) -> float:
+        return float(statistics.median(getattr(r, attr) for r in self.runs))
+
+    def med_cpu(self) -> float | None:
+        values = [r.cpu_us_per_req for r in self.runs if r.cpu_us_per_req is not None]
+        return statistics.median(values) if values else None
+
+
+@dataclass
+class TargetResult:
+    target: str
+    cells: list[Cell] = field(default_factory=list)
+    unavailable: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _pg_counter(db: str, tables: dict[str, str]) -> RowCounter:
+    async def count() -> dict[str, int]:
+        probe = await Probe.open_pg(db)
+        try:
+            return {label: int(await probe.scalar(sql)) for label, sql in tables.items()}
+        finally:
+            await probe.close()
+
+    return count
+
+
+def make_server(target: str, bench: Bench) -> tuple[Proc, RowCounter | None]:
+    """The target's server (not started) and how to count its rows afterwards."""
+    port = free_port()
+    logfile = bench.tmp / f"receive-{target}.log"
+    env = bench.env
+    if target == "ceiling":
+        return Proc(target, uvicorn_cmd("bare_app:app", port), env, logfile), None
+    if target == "naive":
+        db = db_name("naive")
+        pg_recreate(db)
+        counter = _pg_counter(
+            db,
+            {
+                "naive_journal": "SELECT count(*) FROM naive_journal",
+                "naive_jobs": "SELECT count(*) FROM naive_jobs",
+            },
+        )
+        server_env = {**env, "NAIVE_DSN": pg_dsn(db)}
+        return Proc(target, uvicorn_cmd("naive_receiver:app", port), server_env, logfile), counter
+    if target in PEERS:
+        penv = peer_env(target, env, bench.args.pgqueuer_on_conflict)
+        fresh_peer_db(target, penv)
+        counter = _pg_counter(peer_db(target), {"jobs": PEER_SQL[target].rows})
+        return peer_receiver(target, port, penv, logfile), counter
+    kind = "sqlite" if target == "hookinbox-sqlite" else "pg"
+    store = fresh_hookinbox_store(kind, f"receive_{kind}", bench.tmp)
+    config = hookinbox_config(store, bench.tmp, target, env, bench.args.concurrency)
+    cmd = hookinbox_serve_cmd(
+        config,
+        port,
+        workers=False,
+        log_level=bench.args.hookinbox_log_level,
+        processes=2 if target.endswith("-x2") else 1,
+    )
+
+    async def count() -> dict[str, int]:
+        probe = await Probe.open(store)
+        try:
+            return {
+                "deliveries": int(await probe.scalar("SELECT count(*) FROM deliveries")),
+                "jobs": int(await probe.scalar(HOOKINBOX_SQL.rows)),
+            }
+        finally:
+            await probe.close()
+
+    return Proc(target, cmd, env, logfile), count
+
+
+def check_rows(counter: RowCounter, accepted: int, in_flight: int) -> str:
+    """After the server stopped: every "accepted" answer must have its journal row and job.
+
+    A few more rows than answers are expected: requests still in flight when wrk stops a
+    run may be committed without their answer being counted (at most one per connection).
+    """
+    try:
+        counts = asyncio.run(counter())
+    except Exception as exc:
+        return f"row check skipped ({type(exc).__name__}: {exc})"
+    ok = all(accepted <= c <= accepted + in_flight for c in counts.values())
+    verdict = "ok" if ok else f"MISMATCH (expected {accepted:,}..{accepted + in_flight:,})"
+    rows = ", ".join(f"{t}={c:,}" for t, c in counts.items())
+    return f"row check {verdict}: {accepted:,} accepted answers; {rows}"
+
+
+def bench_target(target: str, bench: Bench) -> TargetResult:
+    args = bench.args
+    result = TargetResult(target)
+    try:
+        server, counter = make_server(target, bench)
+        log(f"[{target}] starting: {' '.join(server.cmd)}")
+        server.start()
+    except Unavailable as exc:
+        result.unavailable = str(exc)
+        log(f"[{target}] unavailable: {exc}")
+        return result
+    except Exception as exc:
+        result.unavailable = f"{type(exc).__name__}: {exc}"
+        log(f"[{target}] unavailable: {result.unavailable}")
+        return result
+    reqfile = bench.tmp / f"{target}.reqs"
+    accepted_total = 0
+    in_flight = 0  # requests cut off when wrk stops: written, maybe committed, not counted
+    cycles = target == "ceiling"  # the bare app ignores ids: one file, cycled
+    try:
+        port = server.port
+        modes = ["unique"] if target == "ceiling" else ["unique", "dup"]
+        if cycles:
+            write_requests(reqfile, port, bench.signer, unique_ids(CEILING_REQUESTS))
+        # Warm-up (not reported): connections, pools, caches; and a rate estimate for sizing
+        # the unique-id files so that a run never has to re-send an id.
+        rate_hint = 40_000.0
+        warm = min(2, args.duration)
+        conns_max = max(args.connections)
+        if not cycles:
+            ids = unique_ids(int(rate_hint * warm * 1.5) + 1000)
+            write_requests(reqfile, port, bench.signer, ids)
+        w = run_wrk_measured(bench.wrk, server, reqfile, conns_max, args.threads, warm)
+        accepted_total += w.accepted
+        in_flight += conns_max
+        if not cycles:
+            rate_hint = max(w.ok_per_s, 500.0)
+        log(f"[{target}] warm-up: {w.ok_per_s:,.0f}/s, errors {w.errors}")
+        dup_list = dup_ids(args.dup_ids, secrets.token_hex(3))
+        primed = False
+        for conns in args.connections:
+            for mode in modes:
+                cell = Cell(target, mode, conns)
+                result.cells.append(cell)
+                for i in range(args.runs):
+                    if mode == "unique" and not cycles:
+                        count = int(rate_hint * args.duration * 1.6) + 2000
+                        write_requests(reqfile, port, bench.signer, unique_ids(count))
+                    elif mode == "dup":
+                        if not primed:
+                            accepted_total += prime(port, bench.signer, dup_list)
+                            primed = True
+                        write_requests(reqfile, port, bench.signer, dup_list)
+                    r = run_wrk_measured(
+                        bench.wrk, server, reqfile, conns, args.threads, args.duration
+                    )
+                    if mode == "unique" and not cycles:
+                        rate_hint = max(rate_hint, r.requests / r.duration_s)
+                    cell.runs.append(r)
+                    accepted_total += r.accepted
+                    in_flight += conns
+                    log(f"[{target}] {mode:6} c={conns:<3} run {i + 1}/{args.runs}: " + _line(r))
+                    if mode == "unique" and not cycles and (r.wraps or r.duplicate):
+                        log(f"    (ids re-sent: {r.duplicate} duplicate answers)")
+                    if mode == "dup" and r.accepted:
+                        log(f"    ({r.accepted} accepted in a dup run)")
+    except Exception as exc:
+        result.notes.append(f"aborted: {type(exc).__name__}: {exc}")
+        log(f"[{target}] aborted: {exc}\n{server.log_tail()}")
+    finally:
+        server.stop()
+        reqfile.unlink(missing_ok=True)
+        if note := server.bad_exit():
+            result.notes.append(note)
+    if counter is not None and result.cells:
+        result.notes.append(check_rows(counter, accepted_total, in_flight))
+    return result
+
+
+def _line(r: RunResult) -> str:
+    cpu = f"  cpu {r.cpu_us_per_req:5.0f} us/req" if r.cpu_us_per_req is not None else ""
+    flag = ""
+    if r.errors:
+        flag = f"  ERRORS non200={r.non200} {r.non200_codes} socket={r.socket_errors}"
+    return f"{r.ok_per_s:8,.0f}/s  p50 {r.p50_ms:6.2f} ms  p99 {r.p99_ms:6.2f} ms{cpu}{flag}"
+
+
+# ---------------------------------------------------------------- report
+
+
+def find(results: dict[str, TargetResult], target: str, mode: str, conns: int) -> Cell | None:
+    tr = results.get(target)
+    if tr is None:
+        return None
+    for c in tr.cells:
+        if c.mode == mode and c.conns == conns and c.runs:
+            return c
+    return None
+
+
+def best_unique_rate(results: dict[str, TargetResult], target: str) -> float | None:
+    """The median unique-id rate at the most connections measured (the headline)."""
+    tr = results.get(target)
+    cells = [c for c in tr.cells if c.mode == "unique" and c.runs] if tr else []
+    if not cells:
+        return None
+    return max(cells, key=lambda c: c.conns).med("ok_per_s")
+
+
+def report(results: dict[str, TargetResult], connections: list[int]) -> None:
+    print("== receive: answers with HTTP 200 per second (accepted + duplicate), workers off")
+    print("   latency = wrk, request write to answer; cpu = server CPU per answered request")
+    print()
+    hdr = (
+        f"{'target':<17} {'mode':<6} {'conns':>5} {'200/s':>9} {'p50 ms':>7} "
+        f"{'p99 ms':>7} {'cpu us':>7}  {'errors':>6}  runs (200/s)"
+    )
+    print(hdr)
+    print("-" * len(hdr))
+    for target, tr in results.items():
+        if tr.unavailable is not None:
+            lines = [ln.strip() for ln in tr.unavailable.splitlines() if ln.strip()]
+            reason = lines[0] + (f" ... {lines[-1]}" if len(lines) > 1 else "")
+            print(f"{target:<17} unavailable: {reason}")
+            continue
+        for c in tr.cells:
+            if not c.runs:
+                continue
+            errors = sum(r.errors for r in c.runs)
+            each = " ".join(f"{r.ok_per_s / 1000:.1f}k" for r in c.runs)
+            cpu = c.med_cpu()
+            cpu_s = f"{cpu:7.0f}" if cpu is not None else f"{'n/a':>7}"
+            print(
+                f"{target:<17} {c.mode:<6} {c.conns:>5} {c.med('ok_per_s'):>9,.0f} "
+                f"{c.med('p50_ms'):>7.2f} {c.med('p99_ms'):>7.2f} {cpu_s}  "
+                f"{errors:>6}  {each}"
+            )
+        for note in tr.notes:
+            print(f"{'':<17} note: {note}")
+    errors_total = sum(r.errors for tr in results.values() for c in tr.cells for r in c.runs)
+    if errors_total:
+        print(
+            f"\nWARNING: {errors_total} non-200 answers or socket errors; "
+            "figures of runs with errors are not clean (see the per-run log above)."
+        )
+
+    print("\nratios (median 200/s, unique ids unless noted):")
+    ratios: list[tuple[str, str, str, float | None, str]] = [
+        ("hookinbox-pg", "ceiling", "unique", 0.60, "of ceiling"),
+        ("hookinbox-pg", "naive", "unique", 3.0, "x naive"),
+        ("hookinbox-sqlite", "ceiling", "unique", 0.50, "of ceiling"),
+        ("hookinbox-pg", "naive", "dup", None, "x naive"),
+        ("hookinbox-pg", "ceiling", "dup", None, "of ceiling"),
+        ("hookinbox-sqlite", "ceiling", "dup", None, "of ceiling"),
+    ]
+    for peer in PEERS:
+        if peer in results:
+            ratios += [
+                ("hookinbox-pg", peer, "unique", None, f"x {peer}"),
+                ("hookinbox-pg", peer, "dup", None, f"x {peer}"),
+                (peer, "ceiling", "unique", None, "of ceiling"),
+                (peer, "naive", "unique", None, "x naive"),
+            ]
+    for conns in connections:
+        for num, den, mode, aim, unit in ratios:
+            if aim is None and conns != max(connections):
+                continue
+            if num not in results:
+                continue
+            a = find(results, num, mode, conns)
+            b = find(results, den, "unique" if den == "ceiling" else mode, conns)
+            label = f"  {num} {mode} / {den} @{conns}c"
+            if a is None or b is None:
+                missing = num if a is None else den
+                print(f"{label:<46} n/a ({missing} not measured)")
+                continue
+            ratio = a.med("ok_per_s") / b.med("ok_per_s")
+            value = f"{ratio:.2f} {unit}" if unit.startswith("of") else f"{ratio:.2f}{unit}"
+            if aim is None:
+                verdict = ""
+            else:
+                goal = f"{aim:.0%}" if unit.startswith("of") else f"{aim:g}x"
+                verdict = f"aim >= {goal}: {'met' if ratio >= aim else 'NOT met'}"
+            print(f"{label:<46} {value:<22} {verdict}")
+
+
+def to_json(results: dict[str, TargetResult]) -> dict[str, object]:
+    return {
+        t: {
+            "unavailable": tr.unavailable,
+            "notes": tr.notes,
+            "cells": [
+                {
+                    "mode": c.mode,
+                    "conns": c.conns,
+                    "runs": [r.__dict__ | {"ok_per_s": r.ok_per_s} for r in c.runs],
+                }
+                for c in tr.cells
+            ],
+        }
+        for t, tr in results.items()
+    }
