@@ -60,7 +60,7 @@ class Route(Frozen):
     handler: HandlerPath | None = None
     forward: ForwardUrl | None = None
     forward_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
-    #: Drive a tracked resource through its state machine (see resource_config).
+    #: Drive a tracked resource through its state machine (see config.resources).
     resource: ResourceBinding | None = None
 
     @field_validator("events")
@@ -202,7 +202,7 @@ class Config(Frozen):
     sources: dict[str, Source] = Field(default_factory=dict)
     worker: Worker = Worker()
     server: Server = Server()
-    #: Dead-letter review, retention and purge, reconcile, pause (see ops_config).
+    #: Dead-letter review, retention and purge, reconcile, pause (see config.operations).
     operations: Operations = Operations()
     #: State machines of tracked resources (``video`` is built in).
     machines: dict[str, MachineConfig] = Field(default_factory=dict)
