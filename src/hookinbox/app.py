@@ -63,7 +63,9 @@ class Inbox:
     ) -> None:
         self.config = config
         self.store = store or open_store_for(config.database)
-        self.metrics = metrics or Metrics(config.sources)
+        self.metrics = metrics or Metrics(
+            config.sources, slowest_job_seconds=config.worker.job_timeout_seconds
+        )
         #: The trace layers and reconcile checks operators see (admin, CLI, API).
         self.views = views or standard_operator_views()
         self.store_gauges = StoreGauges(config.sources)

@@ -10,7 +10,13 @@ The gauges (queue depth, lag, dead letters...) are not counted here: they are re
 the store by :class:`hookinbox.http.metrics.StoreGauges` when ``/metrics`` is scraped.
 
 Label values are bounded: sources come from the config (an unknown source name from the
-URL is reported as ``_unknown``), outcomes are error codes, actions are route actions.
+URL is reported as ``_unknown``), outcomes are error codes, actions are route actions, and
+a failure's ``reason`` is its code (``connect_error``, ``http_503``, a handler's own
+``ActionError`` code), at most :data:`MAX_REASONS` distinct ones per process (the rest
+``_other``), so an alert can name the cause without a handler inventing unbounded labels.
+
+Counters export no ``_created`` series (``hookinbox_deliveries_created`` would read like a
+count), and each inbox's registry carries the process and platform collectors.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
     generate_latest,
 )
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -42,6 +51,18 @@ UNKNOWN_SOURCE = "_unknown"
 
 _ANSWER_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 _HANDLER_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+#: Beyond a minute, up to the longest a job may run (``worker.job_timeout_seconds``).
+_SLOW_HANDLER_BUCKETS = (120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0)
+#: Distinct ``reason`` label values per process; later ones are counted as ``_other``.
+MAX_REASONS = 64
+OTHER_REASON = "_other"
+
+
+def handler_buckets(slowest: float) -> tuple[float, ...]:
+    """Buckets up to the first one at or past ``slowest`` seconds, so a job that runs
+    until its timeout still lands in a bucket of its own, not only in +Inf."""
+    longer = [b for b in _SLOW_HANDLER_BUCKETS if b < slowest]
+    return (*_HANDLER_BUCKETS, *longer, float(slowest)) if slowest > 60 else _HANDLER_BUCKETS
 
 
 def multiprocess_dir() -> str | None:
@@ -85,12 +106,17 @@ class Metrics:
     """The counters and histograms of one inbox (its own registry, so tests and several
     inboxes in one process do not share values)."""
 
-    def __init__(self, sources: Iterable[str] = ()) -> None:
+    def __init__(self, sources: Iterable[str] = (), *, slowest_job_seconds: float = 600.0) -> None:
+        # Process-wide and idempotent: prometheus-client reads it when a metric is made.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry(auto_describe=True)
         self._sources = frozenset(sources)
         self.recent = RecentCounts()
         self._answered: dict[tuple[str, str], tuple[Any, Any]] = {}
+        self._reasons: set[str] = set()
         reg = self.registry
+        ProcessCollector(registry=reg)
+        PlatformCollector(registry=reg)
         self.deliveries = Counter(
             "hookinbox_deliveries",
             "Deliveries answered, by source and outcome (accepted, duplicate, challenge,"
@@ -114,14 +140,14 @@ class Metrics:
         )
         self.jobs_retried = Counter(
             "hookinbox_jobs_retried",
-            "Job attempts that failed and were rescheduled.",
-            job_labels,
+            "Job attempts that failed and were rescheduled, by reason (the failure's code).",
+            [*job_labels, "reason"],
             registry=reg,
         )
         self.jobs_failed = Counter(
             "hookinbox_jobs_failed",
-            "Jobs dead-lettered (attempts exhausted or unrunnable).",
-            job_labels,
+            "Jobs dead-lettered (attempts exhausted or unrunnable), by reason.",
+            [*job_labels, "reason"],
             registry=reg,
         )
         self.resource_events = Counter(
@@ -134,7 +160,7 @@ class Metrics:
             "hookinbox_handler_seconds",
             "Time an action (handler or forward) ran, by source and action.",
             job_labels,
-            buckets=_HANDLER_BUCKETS,
+            buckets=handler_buckets(slowest_job_seconds),
             registry=reg,
         )
 
@@ -161,14 +187,23 @@ class Metrics:
         """The action returned or raised after ``seconds``."""
         self.handler_seconds.labels(source, action).observe(seconds)
 
-    def job_settled(self, source: str, action: str, outcome: str) -> None:
-        """``outcome``: completed, retried or failed."""
-        counter = {
-            "completed": self.jobs_completed,
-            "retried": self.jobs_retried,
-            "failed": self.jobs_failed,
-        }[outcome]
-        counter.labels(source, action).inc()
+    def job_completed(self, source: str, action: str) -> None:
+        self.jobs_completed.labels(source, action).inc()
+
+    def job_retried(self, source: str, action: str, reason: str) -> None:
+        self.jobs_retried.labels(source, action, self.reason_label(reason)).inc()
+
+    def job_failed(self, source: str, action: str, reason: str) -> None:
+        """Dead-lettered with ``reason``."""
+        self.jobs_failed.labels(source, action, self.reason_label(reason)).inc()
+
+    def reason_label(self, reason: str) -> str:
+        if reason in self._reasons:
+            return reason
+        if len(self._reasons) >= MAX_REASONS:
+            return OTHER_REASON
+        self._reasons.add(reason)
+        return reason
 
     def resource_event(self, kind: str, outcome: str) -> None:
         """One event applied to a tracked resource (``applied``, ``rejected_transition``,

@@ -16,7 +16,7 @@ from tests.support.inbox import make_config, running_inbox
 from tests.support.signing import delivery
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-METRIC = re.compile(r"\bhookinbox_[a-z_]+\b")
+METRIC = re.compile(r"\b(?:hookinbox|process)_[a-z_]+\b")
 
 
 def expressions(node: Any) -> Iterator[str]:
@@ -41,8 +41,8 @@ def served_names(text: str) -> set[str]:
     for family in text_string_to_metric_families(text):
         names.add(family.name)
         suffixes = {
-            "counter": ["_total", "_created"],
-            "histogram": ["_bucket", "_count", "_sum", "_created"],
+            "counter": ["_total"],
+            "histogram": ["_bucket", "_count", "_sum"],
         }.get(family.type, [])
         names.update(family.name + suffix for suffix in suffixes)
         names.update(sample.name for sample in family.samples)
@@ -60,7 +60,13 @@ async def test_alerts_and_dashboard_name_only_served_metrics(
         "HookinboxQueueLagHigh",
         "HookinboxInvalidSignatureSpike",
         "HookinboxSourcePausedTooLong",
+        "HookinboxForwardTargetDown",
     } <= alert_names
+    # Failures are alerted on by cause.
+    by_cause = [
+        rule for group in rules["groups"] for rule in group["rules"] if "reason" in rule["expr"]
+    ]
+    assert len(by_cause) >= 2
     assert all(rule.get("expr") for group in rules["groups"] for rule in group["rules"])
     named = named_metrics(rules) | named_metrics(dashboard)
     assert len(named) >= 12, named

@@ -88,15 +88,22 @@ async def test_metrics_count_a_known_sequence_exactly(
 
     assert value(found, "hookinbox_jobs_started_total", source="test", action="count") == 3
     assert value(found, "hookinbox_jobs_completed_total", source="test", action="count") == 3
-    assert value(found, "hookinbox_jobs_retried_total", source="test", action="count") == 0
+    retried, failed = "hookinbox_jobs_retried_total", "hookinbox_jobs_failed_total"
+    assert not any(name == retried and ("action", "count") in labels for name, labels in found)
     assert value(found, "hookinbox_jobs_started_total", source="test", action="fail") == 2
-    assert value(found, "hookinbox_jobs_retried_total", source="test", action="fail") == 1
-    assert value(found, "hookinbox_jobs_failed_total", source="test", action="fail") == 1
+    # Failures carry their cause, so an alert can name it.
+    assert value(found, retried, source="test", action="fail", reason="crm_unavailable") == 1
+    assert value(found, failed, source="test", action="fail", reason="crm_unavailable") == 1
     assert value(found, "hookinbox_jobs_completed_total", source="test", action="fail") == 0
     assert value(found, "hookinbox_handler_seconds_count", source="test", action="count") == 3
     assert value(found, "hookinbox_handler_seconds_count", source="test", action="fail") == 2
 
     assert value(found, "hookinbox_dead_letters", source="test") == 1
+    by_reason = "hookinbox_dead_letters_by_reason"
+    assert value(found, by_reason, source="test", action="fail", reason="crm_unavailable") == 1
+    # No `_created` series (it reads like a count), and the process is described.
+    assert not any(name.endswith("_created") for name, _ in found)
+    assert value(found, "process_cpu_seconds_total") > 0
     assert value(found, "hookinbox_queue_depth", source="test") == 0
     assert value(found, "hookinbox_queue_lag_seconds", source="test") == 0
     assert value(found, "hookinbox_source_paused", source="test") == 0
@@ -123,3 +130,23 @@ async def test_queue_depth_and_lag_read_from_the_store(
         await client.post(inbox.url(), content=body, headers=headers)
         again = samples((await client.get(f"{inbox.base_url}/metrics")).text)
         assert value(again, "hookinbox_queue_depth", source="test") == 2
+
+
+def test_handler_buckets_reach_the_job_timeout() -> None:
+    """A job that runs until ``worker.job_timeout_seconds`` lands in a bucket of its own."""
+    from hookinbox.metrics import Metrics, handler_buckets
+
+    assert handler_buckets(600)[-1] == 600 and 300 in handler_buckets(600)
+    assert max(handler_buckets(30)) == 60
+    metrics = Metrics(["test"], slowest_job_seconds=3600)
+    metrics.job_ran("test", "slow", 3500)
+    text = metrics.exposition().decode()
+    assert 'hookinbox_handler_seconds_bucket{action="slow",le="3600.0",source="test"} 1.0' in text
+
+
+def test_failure_reasons_are_bounded() -> None:
+    from hookinbox.metrics import MAX_REASONS, OTHER_REASON, Metrics
+
+    metrics = Metrics(["test"])
+    labels = {metrics.reason_label(f"code_{n}") for n in range(MAX_REASONS + 10)}
+    assert len(labels) == MAX_REASONS + 1 and OTHER_REASON in labels

@@ -121,7 +121,11 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
         import httpx
 
         async with httpx.AsyncClient() as client:
-            build_actions(config, client, Metrics(config.sources))
+            build_actions(
+                config,
+                client,
+                Metrics(config.sources, slowest_job_seconds=config.worker.job_timeout_seconds),
+            )
 
     # Resolve handlers before touching the store, so a typo fails fast.
     run(resolve_handlers())

@@ -20,10 +20,13 @@ from starlette.responses import Response
 
 from hookinbox.errors import HookinboxError
 from hookinbox.logs import get_logger
-from hookinbox.metrics import CONTENT_TYPE_LATEST, Metrics
+from hookinbox.metrics import CONTENT_TYPE_LATEST, OTHER_REASON, Metrics
 from hookinbox.store import Store, StoreGaugeReadings
 
 log = get_logger("hookinbox.metrics")
+
+#: The most (source, action, reason) series of ``hookinbox_dead_letters_by_reason``.
+MAX_REASON_SERIES = 200
 
 
 def metrics_endpoint(
@@ -45,6 +48,7 @@ class StoreGauges(Collector):
         self._lock = asyncio.Lock()
         self._read_at = -float("inf")
         self._readings: StoreGaugeReadings | None = None
+        self._reasons: list[tuple[str, str, str, int]] = []
         self._up = 0
 
     async def refresh(self, store: Store, timeout: float = 5.0) -> None:
@@ -55,6 +59,7 @@ class StoreGauges(Collector):
                 return
             try:
                 self._readings = await asyncio.wait_for(store.read_store_gauges(), timeout)
+                self._reasons = await asyncio.wait_for(store.dead_letter_reasons(), timeout)
                 self._up = 1
             except (HookinboxError, TimeoutError) as exc:
                 self._up = 0
@@ -110,8 +115,28 @@ class StoreGauges(Collector):
             for source in sorted({*self._sources, *values}):
                 family.add_metric([source], float(values.get(source, 0)))
             yield family
+        yield self._dead_letters_by_reason()
         yield GaugeMetricFamily(
             "hookinbox_store_up",
             "1 when the last read of the store gauges succeeded.",
             value=self._up,
         )
+
+    def _dead_letters_by_reason(self) -> Metric:
+        """Dead letters per (source, action, reason), so an alert or a panel names the
+        cause. The largest groups first, at most :data:`MAX_REASON_SERIES`; the rest of a
+        source's are summed under ``_other``."""
+        family = GaugeMetricFamily(
+            "hookinbox_dead_letters_by_reason",
+            "Jobs in the dead-letter view by source, action and reason (the last error code).",
+            labels=["source", "action", "reason"],
+        )
+        other: dict[str, int] = {}
+        for index, (source, action, reason, count) in enumerate(self._reasons):
+            if index < MAX_REASON_SERIES:
+                family.add_metric([source, action, reason or "_none"], float(count))
+            else:
+                other[source] = other.get(source, 0) + count
+        for source, count in sorted(other.items()):
+            family.add_metric([source, "_other", OTHER_REASON], float(count))
+        return family

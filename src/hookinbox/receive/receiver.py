@@ -78,7 +78,9 @@ class Receiver:
         metrics: Metrics | None = None,
     ) -> None:
         self._config = config
-        self.metrics = metrics or Metrics(config.sources)
+        self.metrics = metrics or Metrics(
+            config.sources, slowest_job_seconds=config.worker.job_timeout_seconds
+        )
         self._clock = clock
         self._paused = paused
         self._verifiers: dict[str, Verifier] = {

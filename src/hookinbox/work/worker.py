@@ -45,7 +45,9 @@ class WorkerPool:
         metrics: Metrics | None = None,
     ) -> None:
         self._config = config
-        self.metrics = metrics or Metrics(config.sources)
+        self.metrics = metrics or Metrics(
+            config.sources, slowest_job_seconds=config.worker.job_timeout_seconds
+        )
         self._settings = config.worker
         self._store = store
         self._client = httpx.AsyncClient()
@@ -154,7 +156,7 @@ class WorkerPool:
                 duration_ms=round((time.monotonic() - started) * 1000, 1),
             )
             if ours:
-                self.metrics.job_settled(job.source, job.action, "completed")
+                self.metrics.job_completed(job.source, job.action)
         finally:
             heartbeat.cancel()
 
@@ -169,8 +171,10 @@ class WorkerPool:
             business_id=settled.business_id,
             duration_ms=round((time.monotonic() - started) * 1000, 1),
         )
-        if settled.ours and settled.state in ("completed", "failed"):
-            self.metrics.job_settled(job.source, job.action, settled.state)
+        if settled.ours and settled.state == "completed":
+            self.metrics.job_completed(job.source, job.action)
+        elif settled.ours and settled.state == "failed":
+            self.metrics.job_failed(job.source, job.action, settled.outcome)
 
     async def _execute(self, job: ClaimedJob) -> str | JobSettled | None:
         action = self._actions.get((job.source, job.action))
@@ -224,12 +228,12 @@ class WorkerPool:
             if final or job.attempts >= job.max_attempts:
                 await self._store.fail_job(job.id, job.lease_token, code)
                 log.error("job_failed", **fields, error=code)
-                self.metrics.job_settled(job.source, job.action, "failed")
+                self.metrics.job_failed(job.source, job.action, code)
             else:
                 delay = self._backoff(job.attempts)
                 await self._store.retry_job(job.id, job.lease_token, code, delay)
                 log.warning("job_retry", **fields, error=code, retry_in_s=round(delay, 3))
-                self.metrics.job_settled(job.source, job.action, "retried")
+                self.metrics.job_retried(job.source, job.action, code)
         except HookinboxError as exc:
             # The lease will expire and the job comes back: nothing is lost.
             log.error("job_settle_failed", **fields, error=code, store_error=exc.code)
