@@ -38,3 +38,9 @@ def delivery_id_floor(unix_seconds: float) -> str:
     """The smallest delivery id made at or after ``unix_seconds``: a time range over the
     journal is a range over its primary key."""
     return f"dlv_{max(0, int(unix_seconds * 1000)):012x}"
+
+
+def forward_effect_key(job_id: str) -> str:
+    """The ledger key of a forward's POST: one per job, so a replay of a completed
+    delivery finds it recorded and does not post again (unless its effects are forced)."""
+    return f"forward:{job_id}"

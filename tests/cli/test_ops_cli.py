@@ -51,7 +51,7 @@ def refused(config: Path, *args: str, code: int, says: str) -> None:
     """A refusal is one line on stderr, nothing on stdout, and its exit code."""
     done = hookinbox(config, *args)
     assert done.returncode == code, (done.stdout, done.stderr)
-    lines = done.stderr.strip().splitlines()
+    lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("hookinbox: "), done.stderr
     assert says in lines[0], lines[0]
     assert done.stdout == ""
@@ -91,6 +91,7 @@ async def test_bad_arguments_are_one_line_and_non_zero(config_file: Path, store:
     refused(config_file, "purge", "--older-than", "1h", code=5, says="redelivery window")
     refused(config_file, "purge", "--older-than", "soon", code=2, says="--older-than")
     refused(config_file, "purge", "--batch", "0", code=2, says="--batch")
+    refused(config_file, "replay", code=2, says="give a DELIVERY_ID or --outbox KEY")
     refused(config_file, "sources", "pause", "nope", code=4, says="unknown_source")
     delivery_id = await add_delivery(store, "evt_1")
     await settle_all(store, "completed")
@@ -111,6 +112,10 @@ async def test_dead_letters_limits_dry_run_and_retry(config_file: Path, store: S
     assert first["first_failed_at"] and first["review_deadline"] > first["failed_at"]
     assert ok_json(config_file, "dlq", "list", "--source", "other")["count"] == 0
     assert ok_json(config_file, "dlq", "list", "--since", "1h")["count"] == 3
+    # At 80 columns every job id and reason is whole, so it can be copied into a retry.
+    narrow = hookinbox(config_file, "dlq", "list", env={"COLUMNS": "80"})
+    assert narrow.returncode == 0 and all(job_id in narrow.stdout for job_id in failed)
+    assert narrow.stdout.count("crm_unavailable") == 3
 
     dry = ok_json(config_file, "dlq", "retry", "--all", "--limit", "2", "--dry-run")
     assert [i["outcome"] for i in dry["items"]] == ["would_requeue"] * 2

@@ -122,3 +122,42 @@ async def test_a_replayed_forward_does_not_post_again_unless_its_effects_are_for
             assert len(target.requests) == 2
     assert "skipped" in str(plain.as_json()).lower()
     assert forced.as_json() != plain.as_json()
+
+
+async def test_replaying_a_completed_forward_says_it_was_not_posted_again_unless_forced(
+    db_url: str, client: httpx.AsyncClient
+) -> None:
+    """The report says what happened at the target, not what kind of route it was."""
+    from hookinbox import ops
+
+    body, headers = delivery("evt_replayed_fwd")
+    with RecordingTarget() as target:
+        config = forward_config(db_url, target.url)
+        async with running_inbox(config) as inbox:
+            answer = await client.post(inbox.url(), content=body, headers=headers)
+            await wait_for_status(inbox.store, "evt_replayed_fwd", "completed")
+            delivery_id = answer.json()["delivery_id"]
+            again = await ops.replay(
+                inbox.store, config, delivery_id, actor="test:replay", wait_seconds=10
+            )
+            (item,) = again.items
+            assert (item.outcome, item.forwarded) == ("ran", False)
+            assert item.effects_skipped == (f"forward:{delivery_id}:relay",)
+            assert "forwarded again" not in item.summary()
+            assert len(target.requests) == 1
+            forced = await ops.replay(
+                inbox.store,
+                config,
+                delivery_id,
+                actor="test:replay",
+                wait_seconds=10,
+                force_effects=True,
+            )
+            (item,) = forced.items
+            assert (item.outcome, item.forwarded) == ("ran", True)
+            assert "forwarded again with the same Idempotency-Key" in item.summary()
+    assert len(target.requests) == 2
+    assert (
+        target.requests[0]["headers"]["idempotency-key"]
+        == (target.requests[1]["headers"]["idempotency-key"])
+    )

@@ -53,16 +53,16 @@ def dlq_list(
     if not found.jobs:
         click.echo("no dead letters")
         return
-    table = Table(
-        "job_id",
-        "source",
-        "event_id",
-        "reason",
-        "attempts",
-        "first_failure",
-        "failed_at",
-        "review_by",
-    )
+    # The id and the reason are what an operator copies into `dlq retry` or a search:
+    # they are never cut, however narrow the terminal; the times fold instead.
+    table = Table()
+    table.add_column("job_id", no_wrap=True, min_width=max(len(j.id) for j in found.jobs))
+    table.add_column("source", overflow="fold")
+    table.add_column("event_id", overflow="fold")
+    reason_width = max(len(j.last_error or "") for j in found.jobs)
+    table.add_column("reason", no_wrap=True, min_width=reason_width)
+    for name in ("attempts", "first_failure", "failed_at", "review_by"):
+        table.add_column(name, overflow="fold")
     for job in found.jobs:
         table.add_row(
             job.id,

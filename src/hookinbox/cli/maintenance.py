@@ -63,6 +63,9 @@ def purge(
     tasks: dict[str, TaskID] = {}
 
     def advance(kind: str, done: int, total: int) -> None:
+        # Started at the first batch, so a refusal is one line with nothing before it.
+        if not tasks:
+            progress.start()
         if kind not in tasks:
             tasks[kind] = progress.add_task(f"purging {kind}", total=total)
         progress.update(tasks[kind], completed=done, total=total)
@@ -79,8 +82,11 @@ def purge(
                 progress=advance,
             )
 
-    with progress:
+    try:
         report = run(go())
+    finally:
+        if tasks:
+            progress.stop()
     if as_json:
         print_json(report.as_json())
         return

@@ -17,7 +17,7 @@ from hookinbox.cli.common import (
     reports_errors,
     run,
 )
-from hookinbox.errors import OperationRefused
+from hookinbox.errors import InvalidArgument, OperationRefused
 
 
 @click.command()
@@ -59,7 +59,7 @@ def replay(
 ) -> None:
     """Run a delivery's jobs again through the workers (the effects ledger still applies)."""
     if (delivery_id is None) == (outbox_key is None):
-        raise click.UsageError("give a DELIVERY_ID or --outbox KEY (one of them)")
+        raise InvalidArgument("give a DELIVERY_ID or --outbox KEY (one of them)")
     if outbox_key is not None:
         from hookinbox.cli.outbox import resend_command
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from hookinbox.codes import Trigger
 from hookinbox.config import Config
 from hookinbox.errors import NotFound, OperationRefused, PayloadPurged
+from hookinbox.ids import forward_effect_key
 from hookinbox.ops.eligibility import why_not_runnable
 from hookinbox.store import DeliveryView, EffectRecord, JobDetail, Store
 
@@ -40,6 +41,7 @@ class ReplayItem:
     effects_made: tuple[str, ...] = ()
     #: Moved aside by ``force_effects`` before the run.
     effects_superseded: tuple[str, ...] = ()
+    #: The run POSTed to the forward target (its ledger row was made by this run).
     forwarded: bool = False
 
     def as_json(self) -> dict[str, Any]:
@@ -277,7 +279,8 @@ def _outcome(
             state_after="completed",
             effects_skipped=skipped,
             effects_made=made,
-            forwarded=forwarded,
+            # Only when the POST was made by this run: a recorded forward is skipped.
+            forwarded=forwarded and forward_effect_key(job.id) in made,
         )
     outcome: ReplayOutcome = "failed" if now.state == "failed" else "retrying"
     return ReplayItem(

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import httpx
 
 from hookinbox import outbound
+from hookinbox.ids import forward_effect_key
 from hookinbox.work.effects import JobContext, SyncJobContext
 
 
@@ -73,7 +74,7 @@ class ForwardAction:
         async def post(key: str) -> dict[str, Any]:
             return {"id": await self.send(event, ctx.job_id)}
 
-        await ctx.effect(f"forward:{ctx.job_id}", post)
+        await ctx.effect(forward_effect_key(ctx.job_id), post)
         return ctx.business_id
 
     async def send(self, event: Event, job_id: str) -> str | None:
