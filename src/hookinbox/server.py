@@ -20,8 +20,9 @@ that fill it stay. Measured figures and the alternatives weighed are in docs/ser
 - a **head size bound**: more than ``max_header_bytes`` before the head is complete is
   answered 431 and closed, so at most that much (plus one socket read) is buffered;
 - a **connection cap** per process: at ``max_connections``, a new connection closes the
-  oldest one that is not in the middle of a request (an idle keep-alive or a head still
-  arriving); when every connection is busy with a request, the new one is answered 503.
+  oldest one that is not in the middle of a request (an idle keep-alive, or a head still
+  arriving) and has been so for at least a tick; when there is none (every connection is
+  busy with a request, or all just arrived), the new one is answered 503.
 
 Deadlines are not timers per request: each connection notes when its current phase
 expires (one float), and one sweep per server, every ``tick`` seconds while connections
@@ -143,6 +144,9 @@ class _Sweeper:
 _sweepers: weakref.WeakKeyDictionary[ServerState, _Sweeper] = weakref.WeakKeyDictionary()
 
 
+_base = HttpToolsProtocol  # called directly: cheaper than super() on every request
+
+
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with head and body deadlines, a head size bound and
     a connection cap (see the module docstring). Limits come from the uvicorn config's
@@ -176,17 +180,21 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self.deadline = now + self.limits.header_timeout
         self._sweeper.ensure_running()
         if at_capacity and not self._evict_one():
-            log.warning("connection_refused", reason="at_capacity", status=503)
+            log.info("connection_refused", reason="at_capacity", status=503)
             self._close_with(_AT_CAPACITY)
 
     def _evict_one(self) -> bool:
-        """Close the oldest connection not in the middle of a request; False if none."""
+        """Close the oldest connection not in the middle of a request, if it has been so
+        for at least a tick (a burst of new connections does not evict itself); False
+        if there is none."""
         oldest: BoundedHttpToolsProtocol | None = None
+        since = self.loop.time() - self.limits.tick
         for other in self.connections:
             if (
                 other is not self
                 and isinstance(other, BoundedHttpToolsProtocol)
                 and other._phase in _EVICTABLE
+                and other._phase_since <= since
                 and not other.transport.is_closing()
                 and (oldest is None or other._phase_since < oldest._phase_since)
             ):
@@ -205,7 +213,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                 head, data = data[:room], data[room:]
                 self._head_bytes += len(head)
                 if head:
-                    super().data_received(head)
+                    _base.data_received(self, head)
                 if self.transport.is_closing():
                     return
                 if self._phase in _HEAD_BYTES_COUNTED:
@@ -214,11 +222,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                     return
             else:
                 self._head_bytes += len(data)
-        super().data_received(data)
+        _base.data_received(self, data)
 
     # -- parser phases --------------------------------------------------------------
     def on_message_begin(self) -> None:
-        super().on_message_begin()
+        _base.on_message_begin(self)
         if self._phase != _FRESH:  # the first request's head counts from the connection
             now = self.loop.time()
             self._phase_since = now
@@ -226,7 +234,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._phase = _HEAD
 
     def on_headers_complete(self) -> None:
-        super().on_headers_complete()
+        _base.on_headers_complete(self)
         if self.pipeline:  # queued behind an answer in progress; reading is paused
             self._phase, self.deadline = _QUEUED, math.inf
         else:
@@ -234,7 +242,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self.deadline = self.loop.time() + self.limits.body_timeout
 
     def on_message_complete(self) -> None:
-        super().on_message_complete()
+        _base.on_message_complete(self)
         self._head_bytes = 0
         if self.cycle.response_complete and not self.pipeline:
             # Answered before the body was read (413): now it is idle.
