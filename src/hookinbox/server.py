@@ -244,7 +244,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         _base.on_message_complete(self)
         self._head_bytes = 0
-        if self.cycle.response_complete and not self.pipeline:
+        cycle = self.cycle
+        if cycle is not None and cycle.response_complete and not self.pipeline:
             # Answered before the body was read (413): now it is idle.
             now = self.loop.time()
             self._phase, self._phase_since = _IDLE, now
@@ -281,12 +282,22 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         else:
             self._close_with(b"")
 
+    def _may_answer(self) -> bool:
+        """Whether an answer now would be the next thing on the wire: nothing of the
+        current request's answer has been written, and no earlier answer is pending."""
+        cycle = self.cycle
+        if cycle is None:
+            return True
+        if self._phase == _BODY:  # the cycle is the current request's
+            return not cycle.response_started
+        return cycle.response_complete  # the cycle is the previous request's
+
     def _close_with(self, answer: bytes) -> None:
         """Write ``answer`` (unless a response has started) and close. A peer that does
         not read cannot keep the socket: whatever does not fit the kernel's buffer is
         dropped (abort)."""
         transport = self.transport
-        if answer and (self.cycle is None or not self.cycle.response_started):
+        if answer and self._may_answer():
             transport.write(answer)
         self.deadline = math.inf
         transport.close()

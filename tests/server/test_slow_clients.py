@@ -125,6 +125,27 @@ async def test_a_kept_alive_connection_serves_requests_then_is_closed_when_idle(
     assert idle_for < LIMITS.keep_alive_timeout + SLACK
 
 
+async def test_a_head_trickling_on_a_kept_alive_connection_is_answered_408(
+    sqlite_url: str,
+) -> None:
+    async with bounded_inbox(make_config(sqlite_url)) as server:
+        reader, writer = await asyncio.open_connection(HOST, server.port)
+        try:
+            writer.write(HEALTHZ)
+            first = await asyncio.wait_for(reader.readuntil(b'"ok"}'), 5)
+            started = time.monotonic()
+            for byte in HEAD[:3]:  # a head begun, a byte at a time, never finished
+                writer.write(bytes([byte]))
+                await asyncio.sleep(0.1)
+            rest = await asyncio.wait_for(reader.read(), 5)
+            closed_after = time.monotonic() - started
+        finally:
+            writer.close()
+    assert status_of(first) == 200
+    assert status_of(rest) == 408
+    assert closed_after < LIMITS.header_timeout + SLACK
+
+
 async def test_pipelined_requests_are_each_answered(sqlite_url: str) -> None:
     async with bounded_inbox(make_config(sqlite_url)) as server:
         answer = await answer_to(server.port, HEALTHZ * 3)
