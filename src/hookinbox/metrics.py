@@ -77,6 +77,18 @@ def resource_event_counted(kind: str, outcome: str) -> None:
     RESOURCE_EVENTS.labels(kind, outcome).inc()
 
 
+#: Client connections the server cut off, by reason (``no_request``, ``header_timeout``,
+#: ``body_timeout``, ``header_too_large``, ``evicted_at_capacity``,
+#: ``refused_at_capacity``). Counted by the HTTP server (hookinbox.server), which has no
+#: inbox at hand: one counter per process, added to every inbox's registry.
+CONNECTIONS_CUT = Counter(
+    "hookinbox_connections_cut",
+    "Client connections the server closed before a normal answer, by reason.",
+    ["reason"],
+    registry=None,
+)
+
+
 def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
@@ -125,6 +137,7 @@ class Metrics:
         self._answered: dict[tuple[str, str], tuple[Any, Any]] = {}
         reg = self.registry
         reg.register(RESOURCE_EVENTS)
+        reg.register(CONNECTIONS_CUT)
         self.deliveries = Counter(
             "hookinbox_deliveries",
             "Deliveries answered, by source and outcome (accepted, duplicate, challenge,"

@@ -46,6 +46,7 @@ from uvicorn.server import ServerState
 
 from hookinbox.errors import ConfigError
 from hookinbox.logs import get_logger
+from hookinbox.metrics import CONNECTIONS_CUT
 
 if TYPE_CHECKING:
     from hookinbox.config import Server
@@ -180,7 +181,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self.deadline = now + self.limits.header_timeout
         self._sweeper.ensure_running()
         if at_capacity and not self._evict_one():
-            log.info("connection_refused", reason="at_capacity", status=503)
+            self._cut("refused_at_capacity", 503)
             self._close_with(_AT_CAPACITY)
 
     def _evict_one(self) -> bool:
@@ -201,7 +202,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                 oldest = other
         if oldest is None:
             return False
-        log.info("connection_closed", reason="evicted_at_capacity")
+        oldest._cut("evicted_at_capacity", 408 if oldest._phase == _HEAD else None)
         oldest._close_with(_TIMEOUT if oldest._phase == _HEAD else b"")
         return True
 
@@ -217,7 +218,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                 if self.transport.is_closing():
                     return
                 if self._phase in _HEAD_BYTES_COUNTED:
-                    log.info("connection_closed", reason="header_too_large", status=431)
+                    self._cut("header_too_large", 431)
                     self._close_with(_TOO_LARGE)
                     return
             else:
@@ -276,11 +277,18 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if self.transport.is_closing():
             return
         if self._phase in (_HEAD, _BODY):
-            reason = "header_timeout" if self._phase == _HEAD else "body_timeout"
-            log.info("connection_closed", reason=reason, status=408)
+            self._cut("header_timeout" if self._phase == _HEAD else "body_timeout", 408)
             self._close_with(_TIMEOUT)
-        else:
+        elif self._phase == _FRESH:
+            self._cut("no_request", None)
             self._close_with(b"")
+        else:
+            self._close_with(b"")  # kept alive long enough: not a cut
+
+    @staticmethod
+    def _cut(reason: str, status: int | None) -> None:
+        CONNECTIONS_CUT.labels(reason).inc()
+        log.info("connection_cut", reason=reason, status=status)
 
     def _may_answer(self) -> bool:
         """Whether an answer now would be the next thing on the wire: nothing of the

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from hookinbox.server import ConnectionLimits
 from tests.conftest import make_config
@@ -41,6 +42,18 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path}/hookinbox.db"
 
 
+async def cuts(client: httpx.AsyncClient, base_url: str, reason: str) -> float:
+    """``hookinbox_connections_cut_total{reason}`` in /metrics (a per-process counter)."""
+    text = (await client.get(f"{base_url}/metrics")).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "hookinbox_connections_cut_total" and sample.labels == {
+                "reason": reason
+            }:
+                return sample.value
+    return 0.0
+
+
 def raw_delivery(event_id: str, *, close: bool = True, pad: int = 0) -> bytes:
     """A signed delivery as one raw request (``pad`` bytes of extra payload)."""
     body, headers = delivery(event_id, padding="x" * pad)
@@ -57,6 +70,7 @@ async def test_a_request_head_trickling_is_closed_after_the_deadline_while_other
 ) -> None:
     limits = dataclasses.replace(LIMITS, header_timeout=1.0)
     async with bounded_inbox(make_config(sqlite_url), limits) as server:
+        cut_before = await cuts(client, server.base_url, "header_timeout")
         trickles = [
             asyncio.create_task(trickle(server.port, drip=HEAD + HEAD_LINE)) for _ in range(10)
         ]
@@ -66,9 +80,11 @@ async def test_a_request_head_trickling_is_closed_after_the_deadline_while_other
         accepted = await client.post(server.url(), content=body, headers=headers)
         still_trickling = sum(not t.done() for t in trickles)
         outcomes = await asyncio.gather(*trickles)
+        cut = await cuts(client, server.base_url, "header_timeout") - cut_before
     assert health.status_code == 200
     assert accepted.status_code == 200 and accepted.json()["status"] == "accepted"
     assert still_trickling == 10  # answered beside them, not after them
+    assert cut == 10
     for outcome in outcomes:
         assert outcome.status == 408
         assert limits.header_timeout - 0.05 <= outcome.closed_after < limits.header_timeout + SLACK
