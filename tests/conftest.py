@@ -18,6 +18,7 @@ import uvicorn
 
 from hookinbox.app import Inbox
 from hookinbox.config import Config, config_from_mapping
+from hookinbox.server import ConnectionLimits, uvicorn_config
 from hookinbox.store import Store, open_store_for
 from tests.support import handlers
 from tests.support.processes import free_port
@@ -158,9 +159,8 @@ async def serving(app: Any) -> AsyncIterator[str]:
     """``app`` under a real uvicorn socket server, inside the test's event loop; yields
     its base URL."""
     port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
+    # hookinbox serve's own server set-up (deadlines, bounds), with the default limits.
+    server = uvicorn.Server(uvicorn_config(app, ConnectionLimits(), host="127.0.0.1", port=port))
     task = asyncio.create_task(server.serve())
     try:
         async with asyncio.timeout(15):
