@@ -218,8 +218,8 @@ class Server(_Frozen):
     # Connection deadlines and bounds (hookinbox.server; figures in docs/server.md).
     #: The request line and headers must arrive within this (else 408 and close).
     header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
-    #: The whole body must arrive within this after the head (else 408 and close);
-    #: at least the longest provider delivery timeout (GitHub 10 s ... 30 s).
+    #: The whole body must arrive within this after the head (else 408 and close); no
+    #: shorter than providers' own delivery timeouts (3 s Slack ... 30 s).
     body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
     #: An idle connection between requests is closed after this.
     keep_alive_timeout_seconds: float = Field(default=5.0, gt=0, le=300)

@@ -32,6 +32,7 @@ exist, closes the expired ones. The fast path pays two attribute stores per requ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import math
 import resource
@@ -371,7 +372,8 @@ def run_server(app: Any, limits: ConnectionLimits, *, host: str, port: int, proc
     if processes == 1:
         config = uvicorn_config(app, limits, host=host, port=port)
         server = uvicorn.Server(config)
-        server.run()
+        with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the SIGINT it caught
+            server.run()
         if not server.started:
             sys.exit(3)  # uvicorn's STARTUP_FAILURE, as uvicorn.run
         return
@@ -380,8 +382,9 @@ def run_server(app: Any, limits: ConnectionLimits, *, host: str, port: int, proc
     config = uvicorn_config(app, limits, host=host, port=port, factory=True, workers=processes)
     sock = config.bind_socket()
     # uvicorn.run's own sequence; older uvicorn releases also take the target.
-    if "target" in inspect.signature(Multiprocess).parameters:
-        target = uvicorn.Server(config).run
-        Multiprocess(config, target=target, sockets=[sock]).run()  # type: ignore[call-arg,unused-ignore]
-    else:
-        Multiprocess(config, sockets=[sock]).run()
+    with contextlib.suppress(KeyboardInterrupt):
+        if "target" in inspect.signature(Multiprocess).parameters:
+            target = uvicorn.Server(config).run
+            Multiprocess(config, target=target, sockets=[sock]).run()  # type: ignore[call-arg,unused-ignore]
+        else:
+            Multiprocess(config, sockets=[sock]).run()
