@@ -65,6 +65,19 @@ def handler_buckets(slowest: float) -> tuple[float, ...]:
     return (*_HANDLER_BUCKETS, *longer, float(slowest)) if slowest > 60 else _HANDLER_BUCKETS
 
 
+#: Client connections the server cut off, by reason (``no_request``, ``header_timeout``,
+#: ``body_timeout``, ``header_too_large``, ``evicted_at_capacity``,
+#: ``refused_at_capacity``). The HTTP server (:mod:`hookinbox.server`) is one per process
+#: and is built by uvicorn, not by an inbox: so this one counter is per process, and each
+#: inbox's registry shows it.
+CONNECTIONS_CUT = Counter(
+    "hookinbox_connections_cut",
+    "Client connections the server closed before a normal answer, by reason.",
+    ["reason"],
+    registry=None,
+)
+
+
 def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
@@ -117,6 +130,8 @@ class Metrics:
         reg = self.registry
         ProcessCollector(registry=reg)
         PlatformCollector(registry=reg)
+        # The HTTP server is one per process and counts into it; every inbox shows it.
+        reg.register(CONNECTIONS_CUT)
         self.deliveries = Counter(
             "hookinbox_deliveries",
             "Deliveries answered, by source and outcome (accepted, duplicate, challenge,"

@@ -12,6 +12,7 @@ import uvicorn
 
 from hookinbox.app import Inbox
 from hookinbox.config import Config, config_from_mapping
+from hookinbox.server import ConnectionLimits, uvicorn_config
 from tests.support.processes import free_port
 from tests.support.signing import SECRET_ENV
 
@@ -60,12 +61,11 @@ class RunningInbox:
 
 @contextlib.asynccontextmanager
 async def serving(app: Any) -> AsyncIterator[str]:
-    """``app`` under a real uvicorn socket server, inside the test's event loop; yields
-    its base URL."""
+    """``app`` under a real uvicorn socket server set up as ``hookinbox serve`` sets it up
+    (the bounded protocol, the default limits), inside the test's event loop; yields its
+    base URL."""
     port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
+    server = uvicorn.Server(uvicorn_config(app, ConnectionLimits(), host="127.0.0.1", port=port))
     task = asyncio.create_task(server.serve())
     try:
         async with asyncio.timeout(15):

@@ -46,25 +46,19 @@ def serve(
     log_level: str,
 ) -> None:
     """Receive webhooks (and run workers, unless --no-workers)."""
-    import uvicorn
-
     from hookinbox.app import Inbox
+    from hookinbox.server import ConnectionLimits, run_server
 
     config = load_config(config_path)
     config.require_secrets()
     configure_logging(log_format, log_level)  # type: ignore[arg-type]
     inbox = Inbox(config, run_workers=not no_workers)
     run(_preflight(config))
-    server = {
-        "host": host or config.server.host,
-        "port": port if port is not None else config.server.port,
-        "log_level": "warning",
-        "access_log": False,
-        "server_header": False,
-        "lifespan": "on",
-    }
+    limits = ConnectionLimits.from_config(config.server)
+    bind_host = host or config.server.host
+    bind_port = port if port is not None else config.server.port
     if processes == 1:
-        uvicorn.run(inbox.app, **server)  # type: ignore[arg-type]
+        run_server(inbox.app, limits, host=bind_host, port=bind_port, processes=1)
         return
     # Each process builds its own inbox from the same settings (see app_from_environment).
     os.environ.update(
@@ -75,12 +69,8 @@ def serve(
             "HOOKINBOX_NO_WORKERS": "1" if no_workers else "0",
         }
     )
-    uvicorn.run(
-        "hookinbox.app:app_from_environment",
-        factory=True,
-        workers=processes,
-        **server,  # type: ignore[arg-type]
-    )
+    factory = "hookinbox.app:app_from_environment"
+    run_server(factory, limits, host=bind_host, port=bind_port, processes=processes)
 
 
 async def _preflight(config: Config) -> None:

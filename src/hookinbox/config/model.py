@@ -195,6 +195,19 @@ class Server(Frozen):
     #: Unset: 4 on PostgreSQL; 1 on SQLite, whose one writer gains nothing from overlap
     #: and commits bigger batches when they gather behind the one in progress.
     batch_in_flight: int | None = Field(default=None, ge=1, le=64)
+    # Connection deadlines and bounds (hookinbox.server; figures in docs/server.md).
+    #: The request line and headers must arrive within this (else 408 and close).
+    header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    #: The whole body must arrive within this after the head (else 408 and close); no
+    #: shorter than providers' own delivery timeouts (3 s Slack ... 30 s).
+    body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    #: An idle connection between requests is closed after this.
+    keep_alive_timeout_seconds: float = Field(default=5.0, gt=0, le=300)
+    #: A request head larger than this is answered 431 and closed.
+    max_header_bytes: int = Field(default=65_536, ge=1024, le=16 * 1_048_576)
+    #: Open client connections per server process; at the cap a new one replaces the
+    #: oldest idle or still-arriving one, or is answered 503.
+    max_connections: int = Field(default=512, ge=1, le=1_000_000)
 
 
 class Config(Frozen):
