@@ -16,6 +16,7 @@ PUBLIC = [
     "JobContext",
     "NotFound",
     "OperationRefused",
+    "PayloadInvalid",
     "StoreUnavailable",
     "SyncJobContext",
     "load_config",

@@ -175,6 +175,9 @@ class Worker(Frozen):
     poll_interval_seconds: float = Field(default=1.0, gt=0, le=60)
     #: An action running longer is abandoned as a failed attempt (``job_timeout``).
     job_timeout_seconds: float = Field(default=600.0, gt=0, le=7 * 86400)
+    #: ``package.module:factory`` returning the services handlers ask for by name (a
+    #: mapping), for processes the application does not build (``hookinbox worker``).
+    services: HandlerPath | None = None
 
     @model_validator(mode="after")
     def _backoff_order(self) -> Worker:
