@@ -50,6 +50,19 @@ fmt: venv
 	$(BIN)/ruff format src tests examples scripts
 	$(BIN)/ruff check --fix src tests examples scripts
 
+# The documentation site (mkdocs.yml, docs/), built with --strict: a broken link or a page
+# missing from the nav fails. The configuration and CLI references are generated from the
+# code by scripts/docs_reference.py, an mkdocs hook. The tools come from the extra `docs`.
+DOCS_STAMP := $(VENV)/.docs-stamp
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs-deps: $(DOCS_STAMP)
+
+docs: venv docs-deps
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 # The peers of `make bench` (procrastinate, pgqueuer) come from the optional extra `bench`.
 BENCH_STAMP := $(VENV)/.bench-stamp
 $(BENCH_STAMP): $(STAMP) pyproject.toml
