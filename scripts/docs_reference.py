@@ -30,10 +30,10 @@ from pydantic_core import PydanticUndefined
 
 from hookinbox.cli.main import main as cli_main
 from hookinbox.config import Config
+from hookinbox.config.model import Route, Server, Source, Worker
 from hookinbox.config.operations import Operations
 from hookinbox.config.resources import MachineConfig, OutboxSettings, ResourceBinding
 from hookinbox.config.schemes import FingerprintPolicy, HmacOptions, SdkOptions, ShopifyOptions
-from hookinbox.config.model import Route, Server, Source, Worker
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,9 +44,9 @@ TABLES: list[tuple[str, type[BaseModel], str]] = [
     ("[worker]", Worker, "Workers: concurrency, retries, leases, the services handlers ask for."),
     ("[sources.NAME]", Source, "One webhook endpoint, `POST /webhooks/NAME`."),
     ("[[sources.NAME.routes]]", Route, "Which events of a source run which action."),
-    ("[sources.NAME.hmac]", HmacOptions, "Options of `scheme = \"hmac\"`."),
-    ("[sources.NAME.shopify]", ShopifyOptions, "Options of `scheme = \"shopify\"`."),
-    ("[sources.NAME.sdk]", SdkOptions, "Options of `scheme = \"sdk\"`."),
+    ("[sources.NAME.hmac]", HmacOptions, 'Options of `scheme = "hmac"`.'),
+    ("[sources.NAME.shopify]", ShopifyOptions, 'Options of `scheme = "shopify"`.'),
+    ("[sources.NAME.sdk]", SdkOptions, 'Options of `scheme = "sdk"`.'),
     ("[sources.NAME.fingerprint]", FingerprintPolicy, "The id of an event that has none."),
     (
         "[sources.NAME.routes.resource]",
@@ -74,9 +74,9 @@ def field_comments(model: type[BaseModel]) -> dict[str, str]:
             pending.append(stripped[2:].strip())
             continue
         match = re.match(r"^([a-z_][a-z0-9_]*)\s*:", stripped)
-        if match and line.startswith("    ") and not line.startswith("     "):
-            if pending:
-                comments[match.group(1)] = " ".join(pending)
+        own_field = match and line.startswith("    ") and not line.startswith("     ")
+        if own_field and pending:
+            comments[match.group(1)] = " ".join(pending)
         if stripped and not stripped.startswith("#"):
             pending = []
     return comments
@@ -91,7 +91,9 @@ def type_name(annotation: Any) -> str:
     if origin is typing.Literal:
         return " | ".join(f'"{arg}"' for arg in typing.get_args(annotation))
     if origin is not None:
-        args = ", ".join("..." if a is Ellipsis else type_name(a) for a in typing.get_args(annotation))
+        args = ", ".join(
+            "..." if a is Ellipsis else type_name(a) for a in typing.get_args(annotation)
+        )
         return f"{getattr(origin, '__name__', str(origin))}[{args}]"
     if annotation is type(None):
         return "none"
@@ -154,7 +156,7 @@ def configuration_page() -> str:
         "so it is the code's own word. The file is TOML; every table is validated at start-up",
         "and an unknown key or a bad value stops `hookinbox serve` with one line naming the",
         "key (`sources.openai.routes.0.handler: ...`). Durations (`redelivery_window`,",
-        "`key_retention`, ...) take `90`, `\"90s\"`, `\"15m\"`, `\"72h\"` or `\"30d\"`.",
+        '`key_retention`, ...) take `90`, `"90s"`, `"15m"`, `"72h"` or `"30d"`.',
         "Secrets never appear in the file: a source names the environment variable that holds",
         "them (`secret_env`), and a key such as `secret` or a value that looks like a secret is",
         "refused.",
