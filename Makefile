@@ -18,7 +18,8 @@ TEST_WORKERS ?= 4
 .PHONY: venv run demo test lint fmt bench bench-deps postgres chromium clean docs docs-deps \
 	examples example-crm example-video example-fastapi example-django
 
-$(STAMP): pyproject.toml
+# version.py too: the installed metadata carries the version (pyproject reads it there).
+$(STAMP): pyproject.toml src/hookinbox/version.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'

@@ -90,3 +90,13 @@ async def flaky(event: Event, ctx: JobContext) -> None:
         from hookinbox import ActionError
 
         raise ActionError("first_attempt_fails")
+
+
+class CallableHandler:
+    """A handler that is an object: its ``__call__``'s signature is read."""
+
+    async def __call__(self, event: Event, ctx: JobContext, payload: Ping) -> None:
+        SEEN.append(payload)
+
+
+callable_handler = CallableHandler()

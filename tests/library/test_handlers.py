@@ -114,3 +114,10 @@ def test_a_services_factory_must_return_a_mapping(sqlite_url: str) -> None:
     )
     with pytest.raises(ConfigError, match=r"worker\.services: the factory must return a mapping"):
         Inbox(config)
+
+
+async def test_a_callable_object_declares_its_payload_on_call(sqlite_url: str) -> None:
+    async with InboxTest(make_config(sqlite_url, routes=_route("callable_handler"))) as box:
+        await box.deliver("test", {"id": "evt_c", "type": "ping", "more": True})
+        (job,) = await box.run_jobs()
+    assert job.state == "completed" and handlers.SEEN == [{"id": "evt_c", "type": "ping"}]

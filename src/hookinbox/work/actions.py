@@ -49,7 +49,10 @@ class HandlerAction:
         where: str = "handler",
     ) -> None:
         self._fn = fn
-        self._is_async = inspect.iscoroutinefunction(fn)
+        # An object whose __call__ is async is an async handler too.
+        self._is_async = inspect.iscoroutinefunction(fn) or (
+            not inspect.isroutine(fn) and inspect.iscoroutinefunction(type(fn).__call__)
+        )
         self._call = plan_call(fn, services, where)
 
     async def run(self, event: Event, ctx: JobContext) -> str | None:

@@ -120,8 +120,10 @@ def plan_call(fn: Callable[..., Any], services: Mapping[str, Any], where: str) -
 
 
 def _payload_adapter(fn: Callable[..., Any], where: str) -> TypeAdapter[Any] | None:
+    # A callable object's annotations are on its __call__.
+    target = fn if inspect.isroutine(fn) else type(fn).__call__
     try:
-        hints = typing.get_type_hints(fn)
+        hints = typing.get_type_hints(target)
     except Exception as exc:  # an annotation naming something not importable at run time
         raise ConfigError(f"{where}: cannot resolve the handler's annotations ({exc})") from None
     annotation = hints.get(PAYLOAD_PARAMETER)
