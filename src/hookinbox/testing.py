@@ -31,6 +31,7 @@ in production: set it in the test's environment first (``monkeypatch.setenv``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import tempfile
 import time
@@ -144,6 +145,15 @@ class InboxTest:
         if database is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="hookinbox-test-")
             database = f"sqlite:///{Path(self._tmp.name) / 'hookinbox.db'}"
+        try:
+            await self._start(database)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the first error is the one to see
+                await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def _start(self, database: str) -> None:
         self.config = self._given.model_copy(update={"database": database})
         inbox = Inbox(self.config, run_workers=False)
         self._pool = WorkerPool(
@@ -154,12 +164,11 @@ class InboxTest:
             name="hookinbox-test",
         )
         self._relay = OutboxRelay(self.config.outbox, inbox.store, sender=self.outbox)
-        await inbox.start()
         self._inbox = inbox
+        await inbox.start()
         self._client = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=inbox.app), base_url="http://hookinbox.test"
         )
-        return self
 
     async def __aexit__(
         self,

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 import time
+
 from typing import Any
 
 import pytest
 
 from hookinbox.config import Source, config_from_mapping
-from hookinbox.errors import InvalidSignature, TimestampOutOfTolerance
+from hookinbox.errors import ConfigError, InvalidSignature, TimestampOutOfTolerance
 from hookinbox.testing import InboxTest, signed_request
 from hookinbox.verify.registry import build_verifier
 from tests.support.inbox import make_config
@@ -125,3 +127,14 @@ def test_the_secret_comes_from_the_environment_by_default(monkeypatch: pytest.Mo
     with pytest.raises(Exception, match=SECRET_ENV):
         signed_request(source, b"{}")
     assert SECRET
+
+
+async def test_inbox_test_that_cannot_start_raises_and_leaves_no_temporary_file(
+    sqlite_url: str,
+) -> None:
+    routes = [{"events": ["*"], "action": "a", "handler": "tests.library.handlers:wants_missing"}]
+    box = InboxTest(make_config(sqlite_url, routes=routes))
+    with pytest.raises(ConfigError, match="mailer"):
+        async with box:
+            pass
+    assert box._tmp is not None and not os.path.exists(box._tmp.name)
