@@ -3,12 +3,12 @@ accepts, and the in-process inbox a user tests handlers with."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import os
 import sys
 import time
-
 from typing import Any
 
 import pytest
@@ -137,4 +137,5 @@ async def test_inbox_test_that_cannot_start_raises_and_leaves_no_temporary_file(
     with pytest.raises(ConfigError, match="mailer"):
         async with box:
             pass
-    assert box._tmp is not None and not os.path.exists(box._tmp.name)
+    assert box._tmp is not None
+    assert not await asyncio.to_thread(os.path.exists, box._tmp.name)
