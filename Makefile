@@ -15,9 +15,11 @@ export SLACK_SIGNING_SECRET VIDEO_WEBHOOK_SECRET
 # Parallel test workers: the slow scenarios mostly wait on leases and processes.
 TEST_WORKERS ?= 4
 
-.PHONY: venv run demo test lint fmt bench bench-deps postgres chromium clean
+.PHONY: venv run demo test lint fmt bench bench-deps postgres chromium clean docs docs-deps \
+	examples example-crm example-video example-fastapi example-django
 
-$(STAMP): pyproject.toml
+# version.py too: the installed metadata carries the version (pyproject reads it there).
+$(STAMP): pyproject.toml src/hookinbox/version.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
@@ -40,14 +42,27 @@ test: venv postgres chromium
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=15
 
 lint: venv
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests bench examples scripts
+	$(BIN)/ruff format --check src tests examples scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
 fmt: venv
-	$(BIN)/ruff format src tests
-	$(BIN)/ruff check --fix src tests
+	$(BIN)/ruff format src tests examples scripts
+	$(BIN)/ruff check --fix src tests examples scripts
+
+# The documentation site (mkdocs.yml, docs/), built with --strict: a broken link or a page
+# missing from the nav fails. The configuration and CLI references are generated from the
+# code by scripts/docs_reference.py, an mkdocs hook. The tools come from the extra `docs`.
+DOCS_STAMP := $(VENV)/.docs-stamp
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs-deps: $(DOCS_STAMP)
+
+docs: venv docs-deps
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # The peers of `make bench` (procrastinate, pgqueuer) come from the optional extra `bench`.
 BENCH_STAMP := $(VENV)/.bench-stamp
@@ -62,7 +77,13 @@ bench: venv postgres bench-deps
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) var test-output .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) var test-output .pytest_cache .mypy_cache .ruff_cache site dist
+
+# Each example runs with one command and prints what happened (examples/README.md).
+example-crm example-video example-fastapi example-django: venv
+	$(BIN)/python examples/$(@:example-%=%)/run.py
+
+examples: example-crm example-video example-fastapi example-django
 
 # With `make run` going in another terminal: a delivery, its duplicate, a tampered copy.
 demo: venv

@@ -16,6 +16,7 @@ PUBLIC = [
     "JobContext",
     "NotFound",
     "OperationRefused",
+    "PayloadInvalid",
     "StoreUnavailable",
     "SyncJobContext",
     "load_config",
@@ -27,6 +28,15 @@ def test_the_public_names_are_exactly_these_and_sorted() -> None:
     assert sorted(hookinbox.__all__) == hookinbox.__all__
     for name in PUBLIC:
         assert getattr(hookinbox, name) is not None
+
+
+def test_the_public_modules_list_their_names_sorted() -> None:
+    from hookinbox import asgi, testing
+
+    assert testing.__all__ == ["InboxTest", "OutboxCapture", "SignedRequest", "signed_request"]
+    assert asgi.__all__ == ["mount"]
+    for module in (testing, asgi):
+        assert sorted(module.__all__) == module.__all__
 
 
 def test_every_public_error_has_a_stable_code_under_the_one_root() -> None:

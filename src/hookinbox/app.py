@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -52,6 +52,11 @@ def standard_operator_views() -> OperatorViews:
 
 
 class Inbox:
+    """``services``: objects of the application that handlers ask for by parameter name
+    (``async def handle(event, ctx, db): ...``), also on ``ctx.services``; checked against
+    every handler's signature here, so a missing one fails now. Unset, the config's
+    ``[worker] services`` factory (if any) gives them."""
+
     def __init__(
         self,
         config: Config,
@@ -60,6 +65,7 @@ class Inbox:
         store: Store | None = None,
         metrics: Metrics | None = None,
         views: OperatorViews | None = None,
+        services: Mapping[str, Any] | None = None,
     ) -> None:
         self.config = config
         self.store = store or open_store_for(config.database)
@@ -72,7 +78,11 @@ class Inbox:
         #: Paused sources, re-read from the store in the background (answers 503 meanwhile).
         self.paused = PausedSources(self.store, config.operations.pause_refresh_seconds)
         self.receiver = Receiver(config, self.store, metrics=self.metrics, paused=self.paused)
-        self.workers = WorkerPool(config, self.store, metrics=self.metrics) if run_workers else None
+        self.workers = (
+            WorkerPool(config, self.store, metrics=self.metrics, services=services)
+            if run_workers
+            else None
+        )
         #: Tracked resources (``await inbox.resources.create(...)``) and the outbox relay.
         self.resources = Resources(self.store, build_machines(config.machines))
         self.outbox = OutboxRelay(config.outbox, self.store) if run_workers else None

@@ -27,6 +27,8 @@ class JobCode(StrEnum):
     PAYLOAD_PURGED = "payload_purged"
     #: The stored body is not a JSON object.
     MALFORMED_JSON = "malformed_json"
+    #: The body does not match the payload type the handler declares (never retried).
+    PAYLOAD_INVALID = "payload_invalid"
     #: Another live job holds the effect's key; this one waits (no attempt spent).
     EFFECT_IN_PROGRESS = "effect_in_progress"
     #: A resource event whose reference is not known yet, re-checked later.

@@ -22,9 +22,10 @@ count), and each inbox's registry carries the process and platform collectors.
 from __future__ import annotations
 
 import os
+import platform
 import time
 from collections import defaultdict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from prometheus_client import (
@@ -37,10 +38,12 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from hookinbox.logs import get_logger
+from hookinbox.version import __version__
 
 log = get_logger("hookinbox.metrics")
 
@@ -113,6 +116,21 @@ class RecentCounts:
             for key, value in counts.items():
                 result[key] += value
         return dict(result)
+
+
+class BuildInfo(Collector):
+    """``hookinbox_build_info{version,python} 1``: which build answers (the Prometheus
+    ``*_build_info`` convention). A collector rather than a Gauge, so it is the same in
+    multiprocess mode, where a process's own registry is not read."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "hookinbox_build_info",
+            "The hookinbox version and Python version of this process (always 1).",
+            labels=["version", "python"],
+        )
+        family.add_metric([__version__, platform.python_version()], 1)
+        yield family
 
 
 class Metrics:
@@ -228,7 +246,8 @@ class Metrics:
     # -- exposition -------------------------------------------------------------------
     def exposition(self, extra: Sequence[Collector] = ()) -> bytes:
         """The Prometheus text format: this process's values, or every process's when
-        ``PROMETHEUS_MULTIPROC_DIR`` is set, plus ``extra`` collectors."""
+        ``PROMETHEUS_MULTIPROC_DIR`` is set, plus ``extra`` collectors and the build info."""
+        extra = (BuildInfo(), *extra)
         path = multiprocess_dir()
         if path is None:
             registry = self.registry

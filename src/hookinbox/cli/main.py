@@ -20,10 +20,11 @@ from hookinbox.cli.send import send
 from hookinbox.cli.serve import migrate, serve, worker
 from hookinbox.cli.sources import sources
 from hookinbox.cli.trace import trace
+from hookinbox.version import __version__
 
 
 @click.group()
-@click.version_option(package_name="hookinbox")
+@click.version_option(version=__version__, prog_name="hookinbox")
 def main() -> None:
     """hookinbox: receive webhooks once, process them exactly once."""
 

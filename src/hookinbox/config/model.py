@@ -55,10 +55,15 @@ _SECRET_VALUE = re.compile(r"^(whsec_|whpk_|whsk_|sk_live_|sk_test_|xoxb-|xoxp-)
 class Route(Frozen):
     """Which events of a source run which action."""
 
+    #: Event types this route takes; globs (``response.*``, ``*``) allowed.
     events: tuple[str, ...] = ("*",)
+    #: The action's name, unique in its source; the job id is ``{delivery_id}:{action}``.
     action: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.\-]+$")
+    #: ``package.module:function`` run by a worker as ``fn(event, ctx, ...)``.
     handler: HandlerPath | None = None
+    #: An internal URL that gets the raw body once per job (``Idempotency-Key`` = job id).
     forward: ForwardUrl | None = None
+    #: A forward that takes longer is a failed attempt (``timeout``), retried.
     forward_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     #: Drive a tracked resource through its state machine (see config.resources).
     resource: ResourceBinding | None = None
@@ -84,10 +89,15 @@ class Route(Frozen):
 class Source(Frozen):
     """One webhook endpoint: ``POST /webhooks/{name}``."""
 
+    #: How deliveries are signed: standard-webhooks, stripe, github, shopify, slack, hmac, sdk.
     scheme: str = "standard-webhooks"
+    #: The environment variable holding the secret(s), space-separated while rotating.
     secret_env: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    #: How far the signed timestamp may be from the receiver's clock, either way.
     tolerance_seconds: int = Field(default=300, ge=1, le=86400)
+    #: A longer body is refused with 413 while it streams in, before it is parsed.
     max_body_bytes: int = Field(default=1_048_576, ge=1, le=64 * 1_048_576)
+    #: What each event runs (``[[sources.NAME.routes]]``); one job per matching route.
     routes: tuple[Route, ...] = ()
     #: How long this provider keeps retrying a delivery (OpenAI: 72h); journal keys must
     #: outlive the longest of these and ``operations.redelivery_window``.
@@ -167,14 +177,24 @@ class Source(Frozen):
 
 
 class Worker(Frozen):
+    #: Jobs one worker process runs at once.
     concurrency: int = Field(default=4, ge=1, le=256)
+    #: Attempts before a job is a dead letter (``failed``).
     max_attempts: int = Field(default=8, ge=1, le=100)
+    #: The first retry's delay; doubled per attempt, with jitter.
     backoff_base_seconds: float = Field(default=1.0, gt=0, le=3600)
+    #: The longest delay between two attempts.
     backoff_max_seconds: float = Field(default=300.0, gt=0, le=86400)
+    #: A claimed job is the worker's this long, renewed while it runs; a dead worker's
+    #: job is taken by another once its lease expires.
     lease_seconds: float = Field(default=30.0, ge=1, le=86400)
+    #: How often an idle worker looks for due jobs when nothing wakes it.
     poll_interval_seconds: float = Field(default=1.0, gt=0, le=60)
     #: An action running longer is abandoned as a failed attempt (``job_timeout``).
     job_timeout_seconds: float = Field(default=600.0, gt=0, le=7 * 86400)
+    #: ``package.module:factory`` returning the services handlers ask for by name (a
+    #: mapping), for processes the application does not build (``hookinbox worker``).
+    services: HandlerPath | None = None
 
     @model_validator(mode="after")
     def _backoff_order(self) -> Worker:
@@ -184,7 +204,9 @@ class Worker(Frozen):
 
 
 class Server(Frozen):
+    #: The address ``hookinbox serve`` binds (``--host`` overrides).
     host: str = "127.0.0.1"
+    #: Its port (``--port`` overrides).
     port: int = Field(default=8080, ge=0, le=65535)
     #: Most reservations written in one commit.
     batch_max: int = Field(default=256, ge=1, le=10000)
@@ -211,14 +233,19 @@ class Server(Frozen):
 
 
 class Config(Frozen):
+    #: The store: ``sqlite:///PATH`` (embedded) or ``postgresql://...`` (production).
     database: str = "sqlite:///var/hookinbox.db"
+    #: The webhook endpoints, by name (``[sources.NAME]``).
     sources: dict[str, Source] = Field(default_factory=dict)
+    #: Workers (``[worker]``).
     worker: Worker = Worker()
+    #: ``hookinbox serve`` (``[server]``).
     server: Server = Server()
     #: Dead-letter review, retention and purge, reconcile, pause (see config.operations).
     operations: Operations = Operations()
     #: State machines of tracked resources (``video`` is built in).
     machines: dict[str, MachineConfig] = Field(default_factory=dict)
+    #: The relay that sends notifications (``[outbox]``).
     outbox: OutboxSettings = OutboxSettings()
 
     @field_validator("database")

@@ -23,14 +23,21 @@ from hookinbox.config.fields import Frozen, parse_duration
 
 
 class Operations(Frozen):
+    #: A dead letter should be looked at within this many days (its review deadline).
     dlq_review_days: float = Field(default=7.0, gt=0, le=3650)
+    #: The longest a provider retries a delivery (OpenAI: 72 hours).
     redelivery_window: float = Field(default=72 * 3600.0, ge=0)
+    #: How long journal keys are kept; never shorter than any redelivery window.
     key_retention: float = Field(default=30 * 86400.0, gt=0)
+    #: How long raw bodies are kept after every job of their delivery completed.
     payload_retention: float = Field(default=24 * 3600.0, ge=0)
-    #: 0 = no background purge in ``serve``.
+    #: How often ``serve`` purges in the background; 0 (or "off") = never.
     purge_interval: float = Field(default=3600.0, ge=0)
+    #: Rows deleted per purge transaction.
     purge_batch: int = Field(default=1000, ge=1, le=100_000)
+    #: Reconcile reports accepted jobs and started effects older than this.
     accepted_too_old: float = Field(default=3600.0, gt=0)
+    #: How often each receiver re-reads which sources are paused.
     pause_refresh_seconds: float = Field(default=2.0, gt=0, le=60)
 
     @field_validator(

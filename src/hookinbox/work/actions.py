@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -14,6 +15,7 @@ import httpx
 from hookinbox import outbound
 from hookinbox.ids import forward_effect_key
 from hookinbox.work.effects import JobContext, SyncJobContext
+from hookinbox.work.handlers import NO_SERVICES, plan_call
 
 
 @dataclass(frozen=True)
@@ -37,16 +39,31 @@ class Action(Protocol):
 
 
 class HandlerAction:
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    """``fn(event, ctx, **asked)``: what its signature asks for past ``(event, ctx)`` (a
+    typed ``payload``, services by name) is resolved here, once (see :mod:`.handlers`)."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        services: Mapping[str, Any] = NO_SERVICES,
+        *,
+        where: str = "handler",
+    ) -> None:
         self._fn = fn
-        self._is_async = inspect.iscoroutinefunction(fn)
+        # An object whose __call__ is async is an async handler too.
+        self._is_async = inspect.iscoroutinefunction(fn) or (
+            not inspect.isroutine(fn) and inspect.iscoroutinefunction(type(fn).__call__)
+        )
+        self._call = plan_call(fn, services, where)
 
     async def run(self, event: Event, ctx: JobContext) -> str | None:
+        kwargs = self._call.arguments(event.payload, job_id=ctx.job_id)
         if self._is_async:
-            result = await self._fn(event, ctx)
+            result = await self._fn(event, ctx, **kwargs)
         else:
             sync_ctx = SyncJobContext(ctx, asyncio.get_running_loop())
-            result = await asyncio.to_thread(self._fn, event, sync_ctx)
+            call = functools.partial(self._fn, event, sync_ctx, **kwargs)
+            result = await asyncio.to_thread(call)
         if isinstance(result, str | int) and not isinstance(result, bool):
             return str(result)
         return ctx.business_id

@@ -22,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from hookinbox.codes import JobCode
@@ -108,6 +109,8 @@ class JobContext:
     #: The job's lease, for an action that settles the job in its own transaction.
     lease_token: str = ""
     settled: JobSettled | None = None
+    #: The application's services (``Inbox(config, services={...})``), read-only.
+    services: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     async def effect(self, key: str, do: EffectFn, find: EffectFn | None = None) -> Any:
         """Make the effect under ``key`` once; return its (recorded) result."""
@@ -154,6 +157,7 @@ class SyncJobContext:
         self.delivery_id = inner.delivery_id
         self.attempt = inner.attempt
         self.trigger = inner.trigger
+        self.services = inner.services
 
     def effect(self, key: str, do: EffectFn, find: EffectFn | None = None) -> Any:
         future = asyncio.run_coroutine_threadsafe(self._inner.effect(key, do, find), self._loop)

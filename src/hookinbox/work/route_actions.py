@@ -6,6 +6,9 @@ an action by ``(source, action)`` and knows nothing of how it was made.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import httpx
 
 from hookinbox.config import Config, Route
@@ -13,14 +16,22 @@ from hookinbox.loading import load_callable
 from hookinbox.metrics import Metrics
 from hookinbox.resources.machine import build_machines
 from hookinbox.work.actions import Action, ForwardAction, HandlerAction
+from hookinbox.work.handlers import load_services
 from hookinbox.work.resource_action import ResourceAction
 
 
 def build_actions(
-    config: Config, client: httpx.AsyncClient, metrics: Metrics
+    config: Config,
+    client: httpx.AsyncClient,
+    metrics: Metrics,
+    services: Mapping[str, Any] | None = None,
 ) -> dict[tuple[str, str], Action]:
-    """Every (source, action) of the config, resolved now so a typo fails at start-up."""
+    """Every (source, action) of the config, resolved now so a typo fails at start-up.
+    ``services`` (else the config's ``[worker] services`` factory) are what handlers
+    ask for by name."""
     machines = build_machines(config.machines)
+    if services is None:
+        services = load_services(config)
     actions: dict[tuple[str, str], Action] = {}
     for name, source in config.sources.items():
         for index, route in enumerate(source.routes):
@@ -31,12 +42,15 @@ def build_actions(
                     name, route.resource, machine, metrics
                 )
                 continue
-            actions[(name, route.action)] = _build(route, where, client)
+            actions[(name, route.action)] = _build(route, where, client, services)
     return actions
 
 
-def _build(route: Route, where: str, client: httpx.AsyncClient) -> Action:
+def _build(
+    route: Route, where: str, client: httpx.AsyncClient, services: Mapping[str, Any]
+) -> Action:
     if route.handler is not None:
-        return HandlerAction(load_callable(route.handler, f"{where}.handler"))
+        where = f"{where}.handler"
+        return HandlerAction(load_callable(route.handler, where), services, where=where)
     assert route.forward is not None
     return ForwardAction(route.forward, route.forward_timeout_seconds, client)

@@ -16,6 +16,7 @@ import os
 import socket
 import time
 from collections.abc import Mapping
+from typing import Any
 
 import httpx
 
@@ -29,6 +30,7 @@ from hookinbox.payload import parse_json_object
 from hookinbox.store import ClaimedJob, Store
 from hookinbox.work.actions import Action, Event
 from hookinbox.work.effects import EffectInProgress, JobContext, JobSettled
+from hookinbox.work.handlers import PayloadInvalid, load_services
 from hookinbox.work.route_actions import build_actions
 
 log = get_logger("hookinbox.worker")
@@ -43,6 +45,7 @@ class WorkerPool:
         actions: Mapping[tuple[str, str], Action] | None = None,
         name: str | None = None,
         metrics: Metrics | None = None,
+        services: Mapping[str, Any] | None = None,
     ) -> None:
         self._config = config
         self.metrics = metrics or Metrics(
@@ -50,11 +53,13 @@ class WorkerPool:
         )
         self._settings = config.worker
         self._store = store
+        #: What handlers ask for by name (see hookinbox.work.handlers), also ctx.services.
+        self.services = load_services(config) if services is None else services
         self._client = httpx.AsyncClient()
         self._actions = (
             dict(actions)
             if actions is not None
-            else build_actions(config, self._client, self.metrics)
+            else build_actions(config, self._client, self.metrics, self.services)
         )
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self._running: set[asyncio.Task[None]] = set()
@@ -134,7 +139,7 @@ class WorkerPool:
             business_id = await asyncio.wait_for(
                 self._execute(job), self._settings.job_timeout_seconds
             )
-        except _Unrunnable as exc:
+        except (_Unrunnable, PayloadInvalid) as exc:
             await self._settle_failure(job, exc.code, fields, final=True)
         except EffectInProgress as exc:
             await self._defer(job, exc.code, fields)
@@ -203,6 +208,7 @@ class WorkerPool:
             attempt=job.attempts,
             trigger=job.trigger,
             lease_token=job.lease_token,
+            services=self.services,
         )
         ran = time.monotonic()
         try:
