@@ -1,0 +1,102 @@
+"""The hookinbox under test: its config file and the commands that run it (CLI only).
+
+One Standard Webhooks source whose secret is in an environment variable, one route that
+forwards every event to the sink. Short leases, backoff and forward timeout so that the
+drain after the faults fits the run's bounds.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections import Counter
+from pathlib import Path
+
+from .plan import Plan
+
+SOURCE = "chaos"
+ACTION = "forward"
+SECRET_ENV = "HOOKINBOX_CHAOS_SECRET"
+
+
+def hookinbox_command() -> str:
+    """The ``hookinbox`` of the interpreter running us (the project's .venv)."""
+    beside = Path(sys.executable).with_name("hookinbox")
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("hookinbox")
+    if found is None:
+        raise RuntimeError("hookinbox is not installed in this environment (run make venv)")
+    return found
+
+
+def write_config(path: Path, plan: Plan, database: str, port: int, sink_port: int) -> None:
+    path.write_text(
+        f"""# Written by `make chaos` for one run; removed with its work directory.
+database = "{database}"
+
+[server]
+host = "127.0.0.1"
+port = {port}
+
+[worker]
+concurrency = 8
+max_attempts = {plan.max_attempts}
+backoff_base_seconds = 0.2
+backoff_max_seconds = 2
+lease_seconds = {plan.lease_seconds}
+poll_interval_seconds = 0.5
+job_timeout_seconds = 10
+
+[operations]
+purge_interval = "off"
+
+[sources.{SOURCE}]
+scheme = "standard-webhooks"
+secret_env = "{SECRET_ENV}"
+tolerance_seconds = 300
+
+[[sources.{SOURCE}.routes]]
+events = ["*"]
+action = "{ACTION}"
+forward = "http://127.0.0.1:{sink_port}/internal/{SOURCE}"
+forward_timeout_seconds = {plan.forward_timeout}
+""",
+        encoding="utf-8",
+    )
+
+
+def serve_argv(config: Path) -> list[str]:
+    return [hookinbox_command(), "serve", "--config", str(config), "--log-level", "warning"]
+
+
+def worker_argv(config: Path) -> list[str]:
+    return [hookinbox_command(), "worker", "--config", str(config), "--log-level", "warning"]
+
+
+def migrate_argv(config: Path) -> list[str]:
+    return [hookinbox_command(), "migrate", "--config", str(config)]
+
+
+def log_events(path: Path) -> Counter[str]:
+    """Warnings and errors of a JSON log, counted by ``level event [code]``."""
+    counts: Counter[str] = Counter()
+    if not path.exists():
+        return counts
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            # Not a JSON line (a library writing to stderr): its message and the last line
+            # of each traceback, not every frame.
+            if line.strip() and not line.startswith((" ", "Traceback ")):
+                counts["(not JSON) " + line.strip()[:90]] += 1
+            continue
+        if not isinstance(entry, dict):
+            continue
+        level = str(entry.get("level", ""))
+        if level in ("warning", "error", "critical"):
+            code = entry.get("code") or entry.get("error") or entry.get("error_code") or ""
+            counts[f"{level} {entry.get('event', '?')} {code}".strip()] += 1
+    return counts
