@@ -160,6 +160,11 @@ async def _run(*argv: str) -> None:
         process.kill()
         await process.wait()
         raise ClusterError(f"{' '.join(argv)}: no answer within {COMMAND_TIMEOUT:.0f} s") from None
+    except asyncio.CancelledError:
+        # Interrupted: let a pg_* command finish (a half-made cluster is harder to drop),
+        # so that the clean-up that follows sees a settled cluster.
+        await asyncio.shield(asyncio.wait_for(process.wait(), COMMAND_TIMEOUT))
+        raise
     if process.returncode != 0:
         tail = output.decode(errors="replace").strip()[-500:]
         raise ClusterError(f"{' '.join(argv)} exited {process.returncode}: {tail}")

@@ -79,24 +79,25 @@ def migrate_argv(config: Path) -> list[str]:
     return [hookinbox_command(), "migrate", "--config", str(config)]
 
 
-def log_events(path: Path) -> Counter[str]:
-    """Warnings and errors of a JSON log, counted by ``level event [code]``."""
-    counts: Counter[str] = Counter()
+def log_events(path: Path) -> tuple[Counter[str], Counter[str]]:
+    """A process's log, summed up: its JSON warnings and errors by ``level event code``,
+    and the lines that are not JSON (hookinbox promises JSON lines on stderr), counted by
+    their text; of a traceback only the message lines, not every frame."""
+    events: Counter[str] = Counter()
+    others: Counter[str] = Counter()
     if not path.exists():
-        return counts
+        return events, others
     for line in path.read_text(errors="replace").splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
-            # Not a JSON line (a library writing to stderr): its message and the last line
-            # of each traceback, not every frame.
-            if line.strip() and not line.startswith((" ", "Traceback ")):
-                counts["(not JSON) " + line.strip()[:90]] += 1
+            if line.strip() and not line.startswith((" ", "Traceback ", "During handling")):
+                others[line.strip()[:110]] += 1
             continue
         if not isinstance(entry, dict):
             continue
         level = str(entry.get("level", ""))
         if level in ("warning", "error", "critical"):
             code = entry.get("code") or entry.get("error") or entry.get("error_code") or ""
-            counts[f"{level} {entry.get('event', '?')} {code}".strip()] += 1
-    return counts
+            events[f"{level} {entry.get('event', '?')} {code}".strip()] += 1
+    return events, others

@@ -189,6 +189,10 @@ async def run_once(argv: Sequence[str], env: Mapping[str, str], within: float) -
         process.kill()
         await process.wait()
         raise RuntimeError(f"{' '.join(argv)}: no answer within {within:.0f} s") from None
+    except asyncio.CancelledError:
+        process.kill()
+        await asyncio.shield(process.wait())
+        raise
     if process.returncode != 0:
         text = output.decode(errors="replace").strip()[-800:]
         raise RuntimeError(f"{' '.join(argv)} exited {process.returncode}: {text}")

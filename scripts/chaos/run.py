@@ -10,7 +10,6 @@ the cluster and removes the work directory.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import shutil
 import signal
@@ -176,11 +175,16 @@ async def run(plan: Plan, resources: Resources) -> int:
         load_window,
     )
     for process in (serve, worker):
-        events_seen = gateway.log_events(process.log_path)
-        if events_seen:
+        json_events, other_lines = gateway.log_events(process.log_path)
+        if json_events:
             report.notes.append(
-                f"{process.name} log, warnings/errors: "
-                + ", ".join(f"{k} x{v}" for k, v in events_seen.most_common(6))
+                f"{process.name} log, JSON warnings/errors: "
+                + ", ".join(f"{k} x{v}" for k, v in json_events.most_common(8))
+            )
+        if other_lines:
+            report.notes.append(
+                f"{process.name} log, lines that are not JSON (tracebacks: last line): "
+                + "; ".join(f"{k} x{v}" for k, v in other_lines.most_common(8))
             )
     print(render(report), flush=True)
     if plan.json_path:
@@ -191,7 +195,8 @@ async def run(plan: Plan, resources: Resources) -> int:
 async def run_bounded(plan: Plan, resources: Resources) -> int:
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGHUP):
+    # SIGINT too: a shell starting us in the background may have set it to "ignore".
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         if task is not None:
             loop.add_signal_handler(signum, task.cancel)
     try:
@@ -216,8 +221,10 @@ def main(argv: list[str] | None = None) -> int:
             say(f"last lines of {process.name}'s log:\n{log_tail(process.log_path)}")
         status = 2
     finally:
-        with contextlib.suppress(KeyboardInterrupt):
-            for problem in resources.release(plan.keep_workdir):
-                say(problem)
-                status = status or 2
+        # The clean-up itself is not interrupted: a second Ctrl-C would leave a cluster behind.
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_IGN)
+        for problem in resources.release(plan.keep_workdir):
+            say(problem)
+            status = status or 2
     return status
