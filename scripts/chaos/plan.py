@@ -39,10 +39,11 @@ FULL_SCHEDULE = (
     ScheduledFault(12, FaultKind.PG_RESTART_FAST),
     ScheduledFault(20, FaultKind.KILL_SERVE),
     ScheduledFault(28, FaultKind.PG_RESTART_IMMEDIATE),
-    ScheduledFault(40, FaultKind.PG_STOP_START),
-    ScheduledFault(54, FaultKind.KILL_BOTH),
-    ScheduledFault(64, FaultKind.PG_RESTART_IMMEDIATE),
-    ScheduledFault(78, FaultKind.KILL_SERVE),
+    ScheduledFault(38, FaultKind.PG_STOP_START),
+    ScheduledFault(50, FaultKind.PG_RESTART_FAST),
+    ScheduledFault(58, FaultKind.KILL_BOTH),
+    ScheduledFault(66, FaultKind.PG_RESTART_IMMEDIATE),
+    ScheduledFault(76, FaultKind.PG_RESTART_FAST),
 )
 QUICK_SCHEDULE = (
     ScheduledFault(2, FaultKind.KILL_SERVE),
