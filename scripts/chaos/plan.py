@@ -33,17 +33,19 @@ class ScheduledFault:
 
 
 # Offsets leave room for each fault's recovery (a probe waits for its forward) before the
-# next; a fault that would start in the last 2 s of the load is skipped and reported.
+# next; a fault that would start in the last 2 s of the load is skipped and reported. The
+# SIGKILLs come first: a process killed soon after a PostgreSQL fault would hide whether
+# its workers survived that fault (see report: worker processes taking no jobs).
 FULL_SCHEDULE = (
     ScheduledFault(5, FaultKind.KILL_WORKER),
-    ScheduledFault(12, FaultKind.PG_RESTART_FAST),
-    ScheduledFault(20, FaultKind.KILL_SERVE),
-    ScheduledFault(28, FaultKind.PG_RESTART_IMMEDIATE),
-    ScheduledFault(38, FaultKind.PG_STOP_START),
-    ScheduledFault(50, FaultKind.PG_RESTART_FAST),
-    ScheduledFault(58, FaultKind.KILL_BOTH),
-    ScheduledFault(66, FaultKind.PG_RESTART_IMMEDIATE),
-    ScheduledFault(76, FaultKind.PG_RESTART_FAST),
+    ScheduledFault(11, FaultKind.KILL_SERVE),
+    ScheduledFault(17, FaultKind.KILL_BOTH),
+    ScheduledFault(24, FaultKind.PG_RESTART_FAST),
+    ScheduledFault(32, FaultKind.PG_RESTART_IMMEDIATE),
+    ScheduledFault(42, FaultKind.PG_STOP_START),
+    ScheduledFault(54, FaultKind.PG_RESTART_FAST),
+    ScheduledFault(62, FaultKind.PG_RESTART_IMMEDIATE),
+    ScheduledFault(72, FaultKind.PG_RESTART_FAST),
 )
 QUICK_SCHEDULE = (
     ScheduledFault(2, FaultKind.KILL_SERVE),
