@@ -92,8 +92,10 @@ async def probe(
     number: int,
     since: float,
     bound: float,
+    deadline: float,
 ) -> tuple[float | None, float | None]:
-    """Seconds from ``since`` to the probe's first 2xx and to its arrival at the sink."""
+    """Seconds from ``since`` to the probe's first 2xx and to its arrival at the sink
+    (waiting at most ``bound`` for each, and never past ``deadline``)."""
     event_id, body = events.new("probe", number)
     rng = random.Random(number)
     async with httpx.AsyncClient(timeout=1.0, trust_env=False) as http:
@@ -107,13 +109,14 @@ async def probe(
             tally.probe_answers,
             PROBE_BACKOFF,
             rng,
-            give_up_at=since + bound,
+            give_up_at=min(since + bound, deadline),
             max_attempts=10_000,
         )
         if not acknowledged:
             return None, None
         answered = time.monotonic() - since
-        while time.monotonic() - since < 2 * bound:
+        answered_at = time.monotonic()
+        while time.monotonic() < min(answered_at + bound, deadline):
             try:
                 seen = await http.get(f"{targets.sink_url}/seen/{event_id}")
                 if seen.status_code == 200:
@@ -132,6 +135,7 @@ async def run_faults(
     tally: Tally,
     load_start: float,
     load_end: float,
+    deadline: float,
 ) -> list[FaultOutcome]:
     outcomes: list[FaultOutcome] = []
     for number, scheduled in enumerate(plan.schedule, start=1):
@@ -148,7 +152,7 @@ async def run_faults(
         over = time.monotonic()
         outcome = FaultOutcome(scheduled.kind, at, over - started, note=note)
         answered, forwarded = await probe(
-            targets, signer, events, tally, number, over, plan.recovery_bound
+            targets, signer, events, tally, number, over, plan.recovery_bound, deadline
         )
         outcome.answered, outcome.forwarded = answered, forwarded
         outcome.outage = None if answered is None else answered + outcome.took

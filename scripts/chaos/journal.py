@@ -81,9 +81,6 @@ class Journal:
 
 
 class StoreReader(Protocol):
-    @property
-    def label(self) -> str: ...
-
     def epoch(self, column: str) -> str: ...
 
     async def fetch(self, sql: str, source: str) -> list[tuple[Any, ...]]: ...
@@ -92,7 +89,6 @@ class StoreReader(Protocol):
 @dataclass(frozen=True)
 class PostgresReader:
     url: str
-    label: str = "postgresql"
 
     def epoch(self, column: str) -> str:
         return f"extract(epoch from {column})::float8"
@@ -109,7 +105,6 @@ class PostgresReader:
 @dataclass(frozen=True)
 class SqliteReader:
     path: Path
-    label: str = "sqlite"
 
     def epoch(self, column: str) -> str:
         return column  # stored as REAL seconds since the epoch

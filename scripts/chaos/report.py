@@ -57,6 +57,7 @@ class Drain:
     seconds: float
     bound: float
     counts: dict[str, int]
+    at_load_end: dict[str, int]
 
 
 @dataclass
@@ -195,6 +196,7 @@ def build_report(
             "drained": drain.drained,
             "seconds": round(drain.seconds, 1),
             "bound": drain.bound,
+            "queue_at_load_end": drain.at_load_end,
         },
         "faults": [
             {
@@ -232,7 +234,7 @@ def build_report(
         elif f.forwarded is None:
             report.notes.append(
                 f"{f.kind.value} at {f.at:.0f} s: probe not forwarded within "
-                f"{2 * plan.recovery_bound:.0f} s"
+                f"{plan.recovery_bound:.0f} s of its 2xx (or before the settle window ended)"
             )
     if tally.given_up:
         report.notes.append(
@@ -361,13 +363,14 @@ def render(report: Report) -> str:
         ],
         "",
         f"drain: {'queue empty' if drain['drained'] else 'NOT drained'} after "
-        f"{drain['seconds']} s (bound {drain['bound']:.0f} s)",
+        f"{drain['seconds']} s (bound {drain['bound']:.0f} s); jobs when the load stopped: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(drain["queue_at_load_end"].items())) or "—"),
         "",
         "journal",
         f"  stored ids (deliveries)          {journal['stored_ids']:>8}",
         f"  stored, never acknowledged       {journal['stored_not_acknowledged']:>8}"
         "   (committed, answer lost or client gave up: still forwarded)",
-        f"  receipts counted (delivery_count){journal['receipts_counted']:>8}",
+        f"  receipts (sum of delivery_count) {journal['receipts_counted']:>8}",
         f"  job attempts                     {journal['attempts']:>8}",
         "  attempts by outcome: "
         + ", ".join(f"{k} {v}" for k, v in journal["attempts_by_outcome"].items()),

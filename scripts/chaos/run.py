@@ -25,7 +25,14 @@ import asyncpg
 from . import gateway
 from .cluster import Cluster
 from .faults import FaultOutcome, Targets, run_faults
-from .journal import PostgresReader, SqliteReader, StoreReader, read_journal, wait_for_drain
+from .journal import (
+    PostgresReader,
+    SqliteReader,
+    StoreReader,
+    queue_counts,
+    read_journal,
+    wait_for_drain,
+)
 from .load import Events, Tally, run_load
 from .plan import Plan, parse_args
 from .processes import Supervised, environment, log_tail, run_once, wait_until_ready
@@ -145,13 +152,17 @@ async def run(plan: Plan, resources: Resources) -> int:
         load = asyncio.create_task(
             run_load(plan, targets.webhook_url, signer, events, tally, load_end, settle_deadline)
         )
-        faults = await run_faults(plan, targets, signer, events, tally, load_start, load_end)
+        backlog = asyncio.create_task(_queue_at(load_end, reader))
+        faults = await run_faults(
+            plan, targets, signer, events, tally, load_start, load_end, settle_deadline
+        )
         say(f"faults done; load ends, then up to {plan.settle_seconds:.0f} s for retries")
         await load
+        queue_at_load_end = await backlog
         say(f"load done: {len(tally.acknowledged)} ids acknowledged; waiting for the drain")
         await wait_until_ready(f"{base}/readyz", serve, plan.start_bound)
         finished, seconds, counts = await wait_for_drain(reader, gateway.SOURCE, plan.drain_seconds)
-        drain = Drain(finished, seconds, plan.drain_seconds, dict(counts))
+        drain = Drain(finished, seconds, plan.drain_seconds, dict(counts), queue_at_load_end)
     finally:
         for task in supervisors:
             task.cancel()
@@ -190,6 +201,16 @@ async def run(plan: Plan, resources: Resources) -> int:
     if plan.json_path:
         write_json(report, Path(plan.json_path))
     return 0 if report.passed else 1
+
+
+async def _queue_at(moment: float, reader: StoreReader) -> dict[str, int]:
+    """Jobs by state at ``moment`` (monotonic): the backlog the load left."""
+    await asyncio.sleep(max(0.0, moment - time.monotonic()))
+    try:
+        return dict(await queue_counts(reader, gateway.SOURCE))
+    except Exception as exc:  # a figure, not a reason to fail the run
+        say(f"could not read the queue at the end of the load: {exc}")
+        return {}
 
 
 async def run_bounded(plan: Plan, resources: Resources) -> int:
