@@ -48,7 +48,7 @@ class FaultOutcome:
 class Targets:
     cluster: Cluster | None
     serve: Supervised
-    worker: Supervised
+    worker: Supervised | None  # None with --no-worker: serve's own workers only
     webhook_url: str
     sink_url: str
 
@@ -70,9 +70,9 @@ async def inject(kind: FaultKind, targets: Targets, plan: Plan) -> str:
     elif kind is FaultKind.KILL_SERVE:
         return _killed([targets.serve])
     elif kind is FaultKind.KILL_WORKER:
-        return _killed([targets.worker])
+        return _killed([targets.worker]) if targets.worker else "skipped: no worker process"
     elif kind is FaultKind.KILL_BOTH:
-        return _killed([targets.serve, targets.worker])
+        return _killed([targets.serve, *([targets.worker] if targets.worker else [])])
     return ""
 
 

@@ -129,20 +129,28 @@ async def run(plan: Plan, resources: Resources) -> int:
     sink = Supervised("sink", sink_argv, dict(env, PYTHONPATH=SCRIPTS), workdir / "sink.log")
     serve = Supervised("serve", gateway.serve_argv(config), env, workdir / "serve.log")
     worker = Supervised("worker", gateway.worker_argv(config), env, workdir / "worker.log")
-    resources.processes += [sink, serve, worker]
-    for process in (sink, serve, worker):
+    hookinbox = [serve, worker] if plan.separate_worker else [serve]
+    resources.processes += [sink, *hookinbox]
+    for process in (sink, *hookinbox):
         process.start()
     sink_url, base = f"http://127.0.0.1:{sink_port}", f"http://127.0.0.1:{serve_port}"
     await wait_until_ready(f"{sink_url}/healthz", sink, plan.start_bound)
     await wait_until_ready(f"{base}/readyz", serve, plan.start_bound)
     say(
-        f"serve pid {serve.pid} on :{serve_port}, worker pid {worker.pid}, sink pid {sink.pid} "
+        f"serve pid {serve.pid} on :{serve_port}, worker pid {worker.pid or '-'}, "
+        f"sink pid {sink.pid} "
         f"on :{sink_port}; load for {plan.load_seconds:.0f} s"
     )
 
-    supervisors = [asyncio.create_task(p.supervise()) for p in (sink, serve, worker)]
+    supervisors = [asyncio.create_task(p.supervise()) for p in (sink, *hookinbox)]
     tally, events = Tally(), Events(run_id=f"{plan.seed:x}")
-    targets = Targets(cluster, serve, worker, f"{base}/webhooks/{gateway.SOURCE}", sink_url)
+    targets = Targets(
+        cluster,
+        serve,
+        worker if plan.separate_worker else None,
+        f"{base}/webhooks/{gateway.SOURCE}",
+        sink_url,
+    )
     load_start = time.monotonic()
     load_window = (time.time(), time.time() + plan.load_seconds)
     load_end = load_start + plan.load_seconds
@@ -167,7 +175,7 @@ async def run(plan: Plan, resources: Resources) -> int:
         for task in supervisors:
             task.cancel()
         await asyncio.gather(*supervisors, return_exceptions=True)
-    for process in (serve, worker):
+    for process in hookinbox:
         await process.stop_async()
     await sink.stop_async()
     journal = await read_journal(reader, gateway.SOURCE)
@@ -180,12 +188,12 @@ async def run(plan: Plan, resources: Resources) -> int:
         journal,
         records,
         faults,
-        [serve, worker, sink],
+        [*hookinbox, sink],
         drain,
         time.monotonic() - started,
         load_window,
     )
-    for process in (serve, worker):
+    for process in hookinbox:
         json_events, other_lines = gateway.log_events(process.log_path)
         if json_events:
             report.notes.append(
