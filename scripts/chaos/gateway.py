@@ -8,6 +8,7 @@ drain after the faults fits the run's bounds.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from collections import Counter
@@ -18,6 +19,7 @@ from .plan import Plan
 SOURCE = "chaos"
 ACTION = "forward"
 SECRET_ENV = "HOOKINBOX_CHAOS_SECRET"
+_TASK_NAME = re.compile(r"Task-\d+")
 
 
 def hookinbox_command() -> str:
@@ -92,7 +94,7 @@ def log_events(path: Path) -> tuple[Counter[str], Counter[str]]:
             entry = json.loads(line)
         except ValueError:
             if line.strip() and not line.startswith((" ", "Traceback ", "During handling")):
-                others[line.strip()[:110]] += 1
+                others[_TASK_NAME.sub("Task-N", line.strip())[:110]] += 1
             continue
         if not isinstance(entry, dict):
             continue

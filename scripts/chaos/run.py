@@ -203,7 +203,7 @@ async def run(plan: Plan, resources: Resources) -> int:
         if other_lines:
             report.notes.append(
                 f"{process.name} log, lines that are not JSON (tracebacks: last line): "
-                + "; ".join(f"{k} x{v}" for k, v in other_lines.most_common(8))
+                + "; ".join(f"{k} x{v}" for k, v in other_lines.most_common(16))
             )
     print(render(report), flush=True)
     if plan.json_path:
