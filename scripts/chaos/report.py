@@ -17,12 +17,16 @@ An invariant holds when its count is 0. The run fails (exit 1) when one does not
 - the queue drained within its bound;
 - every worker process (``serve`` runs workers too) kept taking jobs while it was alive
   under load: no more than 5 s at the end of its life without an attempt, not counting
-  the time a fault kept the store or the receiver down.
+  the time a fault kept the store or the receiver down;
+- every process stopped cleanly on SIGTERM at the end (exit 0, or the SIGTERM re-raised
+  after a graceful shutdown): ``serve`` exits non-zero when its lifespan shutdown fails,
+  e.g. because its worker task had died.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +36,7 @@ from .faults import FaultOutcome
 from .journal import Journal
 from .load import Tally
 from .plan import Plan
-from .processes import CHAOS, OWN, Supervised
+from .processes import CHAOS, OWN, STOPPED, Supervised
 from .sink import CUT, OK, SinkRecord
 
 EXAMPLES = 5
@@ -154,6 +158,17 @@ def build_report(
     report.invariants.append(
         Invariant("worker processes alive under load, taking no jobs", *_pair(silent))
     )
+    # A clean stop: exit 0, or the SIGTERM re-raised after a graceful shutdown (uvicorn).
+    unclean = [
+        f"{p.name} pid {e.pid}: {e.how}"
+        for p in processes
+        if p.name != "sink"
+        for e in p.exits_by(STOPPED)
+        if e.returncode not in (0, -signal.SIGTERM)
+    ]
+    report.invariants.append(
+        Invariant("hookinbox processes not stopping cleanly on SIGTERM", *_pair(unclean))
+    )
     report.figures = {
         "store": plan.store,
         "target": target,
@@ -215,6 +230,7 @@ def build_report(
                 "starts": p.starts,
                 "sigkilled": len(p.exits_by(CHAOS)),
                 "other_exits": [e.how for e in p.exits_by(OWN)],
+                "stopped": [e.how for e in p.exits_by(STOPPED)],
             }
             for p in processes
         },
@@ -351,7 +367,8 @@ def render(report: Report) -> str:
         "processes",
         *[
             f"  {name:<8} started {p['starts']}x, SIGKILLed {p['sigkilled']}x, "
-            f"exits on its own: {', '.join(p['other_exits']) or 'none'}"
+            f"exits on its own: {', '.join(p['other_exits']) or 'none'}; "
+            f"at the end, on SIGTERM: {', '.join(p['stopped']) or '-'}"
             for name, p in f["processes"].items()
         ],
         "  job attempts per process life (seconds from the start of the load):",
@@ -389,7 +406,7 @@ def render(report: Report) -> str:
     ]
     for invariant in report.invariants:
         mark = "ok  " if invariant.holds else "FAIL"
-        lines.append(f"  [{mark}] {invariant.name:<50} {invariant.count:>6}")
+        lines.append(f"  [{mark}] {invariant.name:<52} {invariant.count:>6}")
         lines.extend(f"           e.g. {example}" for example in invariant.examples)
     if report.dead_letters:
         lines += ["", "dead letters (stored, not forwarded, with their reason)"]
