@@ -20,6 +20,8 @@ SOURCE = "chaos"
 ACTION = "forward"
 SECRET_ENV = "HOOKINBOX_CHAOS_SECRET"
 _TASK_NAME = re.compile(r"Task-\d+")
+#: What uvicorn prints when the app's lifespan shutdown raised.
+SHUTDOWN_FAILED = "Application shutdown failed"
 
 
 def hookinbox_command() -> str:

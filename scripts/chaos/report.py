@@ -18,9 +18,9 @@ An invariant holds when its count is 0. The run fails (exit 1) when one does not
 - every worker process (``serve`` runs workers too) kept taking jobs while it was alive
   under load: no more than 5 s at the end of its life without an attempt, not counting
   the time a fault kept the store or the receiver down;
-- every process stopped cleanly on SIGTERM at the end (exit 0, or the SIGTERM re-raised
-  after a graceful shutdown): ``serve`` exits non-zero when its lifespan shutdown fails,
-  e.g. because its worker task had died.
+- every process stopped cleanly on SIGTERM at the end: exit 0 (or the SIGTERM re-raised
+  by uvicorn), and no "Application shutdown failed" in its log (``serve``'s lifespan
+  shutdown re-raises the exception its worker task died of).
 """
 
 from __future__ import annotations
@@ -93,6 +93,7 @@ def build_report(
     drain: Drain,
     wall_seconds: float,
     load_window: tuple[float, float],
+    failed_shutdowns: list[str],
 ) -> Report:
     report = Report(plan, target)
     stored = journal.event_ids
@@ -158,7 +159,8 @@ def build_report(
     report.invariants.append(
         Invariant("worker processes alive under load, taking no jobs", *_pair(silent))
     )
-    # A clean stop: exit 0, or the SIGTERM re-raised after a graceful shutdown (uvicorn).
+    # A clean stop: exit 0, or the SIGTERM re-raised after a graceful shutdown (uvicorn
+    # re-raises it even when the shutdown failed, so the log is read too, in run).
     unclean = [
         f"{p.name} pid {e.pid}: {e.how}"
         for p in processes
@@ -167,7 +169,10 @@ def build_report(
         if e.returncode not in (0, -signal.SIGTERM)
     ]
     report.invariants.append(
-        Invariant("hookinbox processes not stopping cleanly on SIGTERM", *_pair(unclean))
+        Invariant(
+            "hookinbox processes not stopping cleanly on SIGTERM",
+            *_pair(unclean + failed_shutdowns),
+        )
     )
     report.figures = {
         "store": plan.store,

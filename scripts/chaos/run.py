@@ -180,6 +180,13 @@ async def run(plan: Plan, resources: Resources) -> int:
     await sink.stop_async()
     journal = await read_journal(reader, gateway.SOURCE)
     records = read_records(sink_out)
+    logs = {p.name: gateway.log_events(p.log_path) for p in hookinbox}
+    failed_shutdowns = [
+        f"{name} log: {line} (x{count})"
+        for name, (_, others) in logs.items()
+        for line, count in others.items()
+        if gateway.SHUTDOWN_FAILED in line
+    ]
 
     report = build_report(
         plan,
@@ -192,9 +199,10 @@ async def run(plan: Plan, resources: Resources) -> int:
         drain,
         time.monotonic() - started,
         load_window,
+        failed_shutdowns,
     )
     for process in hookinbox:
-        json_events, other_lines = gateway.log_events(process.log_path)
+        json_events, other_lines = logs[process.name]
         if json_events:
             report.notes.append(
                 f"{process.name} log, JSON warnings/errors: "
