@@ -18,6 +18,8 @@ An invariant holds when its count is 0. The run fails (exit 1) when one does not
 - every worker process (``serve`` runs workers too) kept taking jobs while it was alive
   under load: no more than 5 s at the end of its life without an attempt, not counting
   the time a fault kept the store or the receiver down;
+- no hookinbox process ended on its own other than with exit 3 (store unreachable, e.g.
+  restarted while PostgreSQL is down): exit 1 is an exception nobody caught;
 - every process stopped cleanly on SIGTERM at the end: exit 0 (or the SIGTERM re-raised
   by uvicorn), and no "Application shutdown failed" in its log (``serve``'s lifespan
   shutdown re-raises the exception its worker task died of).
@@ -158,6 +160,19 @@ def build_report(
     ]
     report.invariants.append(
         Invariant("worker processes alive under load, taking no jobs", *_pair(silent))
+    )
+    # hookinbox's documented exit codes: 2 config, 3 store, 4 not found, 5 refused; 3 is
+    # expected from a process restarted while the store is down. Anything else on its own
+    # (exit 1: an exception nobody caught; a signal we did not send) is a crash.
+    crashed = [
+        f"{p.name} pid {e.pid}: {e.how}"
+        for p in processes
+        if p.name != "sink"
+        for e in p.exits_by(OWN)
+        if e.returncode != 3
+    ]
+    report.invariants.append(
+        Invariant("hookinbox processes that crashed on their own", *_pair(crashed))
     )
     # A clean stop: exit 0, or the SIGTERM re-raised after a graceful shutdown (uvicorn
     # re-raises it even when the shutdown failed, so the log is read too, in run).
