@@ -15,8 +15,8 @@ export SLACK_SIGNING_SECRET VIDEO_WEBHOOK_SECRET
 # Parallel test workers: the slow scenarios mostly wait on leases and processes.
 TEST_WORKERS ?= 4
 
-.PHONY: venv run demo test lint fmt bench bench-deps postgres chromium clean docs docs-deps \
-	examples example-crm example-video example-fastapi example-django
+.PHONY: venv run demo test lint fmt bench bench-deps chaos postgres chromium clean docs \
+	docs-deps examples example-crm example-video example-fastapi example-django
 
 # version.py too: the installed metadata carries the version (pyproject reads it there).
 $(STAMP): pyproject.toml src/hookinbox/version.py
@@ -75,6 +75,13 @@ bench-deps: $(BENCH_STAMP)
 # BENCH_ARGS: e.g. make bench BENCH_ARGS="--quick --modes drain"
 bench: venv postgres bench-deps
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+# Signed load while PostgreSQL restarts and hookinbox processes are SIGKILLed, on a cluster
+# of its own (dropped at the end), then the invariants (docs/chaos.md). Not part of `make test`.
+# CHAOS_ARGS: --quick (about a minute), --store sqlite, --seed N, --json FILE, --keep-workdir.
+CHAOS_ARGS ?=
+chaos: venv
+	PYTHONPATH=scripts $(BIN)/python -m chaos $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) var test-output .pytest_cache .mypy_cache .ruff_cache site dist
