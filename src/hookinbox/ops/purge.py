@@ -19,8 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from hookinbox.codes import error_code_of
 from hookinbox.config import Config
-from hookinbox.errors import HookinboxError, InvalidArgument, OperationRefused
+from hookinbox.errors import InvalidArgument, OperationRefused
 from hookinbox.logs import get_logger
 from hookinbox.store import Store
 
@@ -149,8 +150,8 @@ async def run_purge_loop(store: Store, config: Config, stop: asyncio.Event) -> N
             pass
         try:
             report = await purge(store, config)
-        except HookinboxError as exc:
-            log.error("purge_failed", error=exc.code)
+        except Exception as exc:  # the background purge outlives a bad moment of the store
+            log.error("purge_failed", error=error_code_of(exc))
             continue
         for step in report.steps:
             if step.deleted or step.held:

@@ -14,8 +14,9 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from hookinbox.codes import error_code_of
 from hookinbox.config import Config
-from hookinbox.errors import HookinboxError, UnknownSource
+from hookinbox.errors import UnknownSource
 from hookinbox.logs import get_logger
 from hookinbox.store import SourceState, Store, iso
 
@@ -126,7 +127,7 @@ class PausedSources:
         while not stop.is_set():
             try:
                 await self.refresh()
-            except HookinboxError as exc:
-                log.warning("paused_refresh_failed", error=exc.code)
+            except Exception as exc:  # keep the last known pause state and try again
+                log.warning("paused_refresh_failed", error=error_code_of(exc))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self._refresh)

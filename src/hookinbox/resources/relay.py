@@ -33,7 +33,6 @@ from hookinbox import outbound
 from hookinbox.backoff import JITTER, backoff_seconds
 from hookinbox.codes import JobCode, error_code_of
 from hookinbox.config.resources import OutboxSettings
-from hookinbox.errors import HookinboxError
 from hookinbox.loading import load_callable
 from hookinbox.logs import get_logger
 from hookinbox.store import ClaimedOutbox, Store
@@ -138,8 +137,9 @@ class OutboxRelay:
             while not stop.is_set():
                 try:
                     sent = await self.relay_once()
-                except HookinboxError as exc:
-                    log.error("outbox_store_error", relay=self.name, error=exc.code)
+                except Exception as exc:
+                    # Whatever the store raised, the relay keeps going (see WorkerPool.run).
+                    log.error("outbox_store_error", relay=self.name, error=error_code_of(exc))
                     sent = 0
                 if sent:
                     continue
@@ -191,9 +191,9 @@ class OutboxRelay:
                 await renewing
         try:
             ours = await self._store.finish_outbox(row.key, row.lease_token, "sent")
-        except HookinboxError as exc:
+        except Exception as exc:
             # The lease expires and the row is sent again, under the same key.
-            log.error("outbox_mark_failed", **fields, store_error=exc.code)
+            log.error("outbox_mark_failed", **fields, store_error=error_code_of(exc))
             return
         log.info("outbox_sent" if ours else "outbox_lease_lost", **fields)
 
@@ -206,8 +206,8 @@ class OutboxRelay:
                 if not await self._store.renew_outbox_lease(row.key, row.lease_token, lease):
                     log.warning("outbox_lease_lost", **fields)
                     return
-            except HookinboxError as exc:
-                log.warning("outbox_renew_failed", **fields, store_error=exc.code)
+            except Exception as exc:
+                log.warning("outbox_renew_failed", **fields, store_error=error_code_of(exc))
 
     async def _settle_failure(self, row: ClaimedOutbox, code: str, fields: dict[str, Any]) -> None:
         try:
@@ -225,8 +225,8 @@ class OutboxRelay:
                     row.key, row.lease_token, "pending", error_code=code, delay_seconds=delay
                 )
                 log.warning("outbox_retry", **fields, error=code, retry_in_s=round(delay, 3))
-        except HookinboxError as exc:
-            log.error("outbox_settle_failed", **fields, error=code, store_error=exc.code)
+        except Exception as exc:
+            log.error("outbox_settle_failed", **fields, error=code, store_error=error_code_of(exc))
 
 
 async def _wait(awaitable: Awaitable[Any]) -> Any:

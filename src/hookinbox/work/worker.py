@@ -23,7 +23,7 @@ import httpx
 from hookinbox.backoff import JITTER, backoff_seconds
 from hookinbox.codes import JobCode, error_code_of
 from hookinbox.config import Config
-from hookinbox.errors import HookinboxError, MalformedJson
+from hookinbox.errors import MalformedJson
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
 from hookinbox.payload import parse_json_object
@@ -79,8 +79,10 @@ class WorkerPool:
                             log.warning("leases_exhausted", jobs=dead)
                         next_sweep = time.monotonic() + sweep_every
                     claimed = await self._claim()
-                except HookinboxError as exc:
-                    log.error("worker_store_error", worker=self.name, error=exc.code)
+                except Exception as exc:
+                    # Whatever the store raised, the pool keeps working: a pool that died
+                    # here would leave the receiver accepting jobs nobody runs.
+                    log.error("worker_store_error", worker=self.name, error=error_code_of(exc))
                     await _sleep_or_stop(stop, self._settings.poll_interval_seconds)
                     continue
                 if claimed:
@@ -224,8 +226,8 @@ class WorkerPool:
         try:
             await self._store.defer_job(job.id, job.lease_token, code, delay)
             log.info("job_deferred", **fields, reason=code, retry_in_s=round(delay, 3))
-        except HookinboxError as exc:
-            log.error("job_settle_failed", **fields, error=code, store_error=exc.code)
+        except Exception as exc:
+            log.error("job_settle_failed", **fields, error=code, store_error=error_code_of(exc))
 
     async def _settle_failure(
         self, job: ClaimedJob, code: str, fields: dict[str, object], *, final: bool
@@ -240,9 +242,9 @@ class WorkerPool:
                 await self._store.retry_job(job.id, job.lease_token, code, delay)
                 log.warning("job_retry", **fields, error=code, retry_in_s=round(delay, 3))
                 self.metrics.job_retried(job.source, job.action, code)
-        except HookinboxError as exc:
+        except Exception as exc:
             # The lease will expire and the job comes back: nothing is lost.
-            log.error("job_settle_failed", **fields, error=code, store_error=exc.code)
+            log.error("job_settle_failed", **fields, error=code, store_error=error_code_of(exc))
 
     def _backoff(self, attempt: int) -> float:
         return backoff_seconds(
@@ -256,7 +258,7 @@ class WorkerPool:
         for delay in (0.1, 0.5, 1.0, 2.0):
             try:
                 return await self._store.complete_job(job.id, job.lease_token, business_id)
-            except HookinboxError:
+            except Exception:
                 await asyncio.sleep(delay)
         # Could not record completion: the lease expires, the job runs again, and the
         # effects ledger makes sure its effects are not made twice.
@@ -271,7 +273,7 @@ class WorkerPool:
                     job.id, job.lease_token, self._settings.lease_seconds
                 ):
                     return
-            except HookinboxError:
+            except Exception:  # the store is away for a moment: the next renewal may do
                 continue
 
 
