@@ -160,7 +160,7 @@ def resolve_pointer(payload: Any, pointer: str) -> Any:
             if token not in value:
                 return MISSING
             value = value[token]
-        elif isinstance(value, list) and token.isdigit():
+        elif isinstance(value, list) and token.isascii() and token.isdigit():
             index = int(token)
             if index >= len(value):
                 return MISSING

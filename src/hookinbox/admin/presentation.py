@@ -89,7 +89,7 @@ def text_arg(value: object, what: str, *, max_length: int = MAX_TEXT) -> str | N
 def pretty_body(body: bytes) -> str:
     try:
         return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # a body stored before the edge's depth limit
         return body.decode("utf-8", errors="replace")
 
 

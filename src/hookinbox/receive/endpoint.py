@@ -97,6 +97,8 @@ class WebhookEndpoint:
         try:
             body = await read_body(receive, headers, receiver.max_body_bytes(source))
             receipt = await receiver.receive(source, body, headers)
+            outcome = "conflict" if receipt.conflict else receipt.status
+            answer = receipt.as_json()
         except HookinboxError as exc:
             # The source as configured, or "_unknown": a URL path is no log field.
             label = receiver.metrics.source_label(source)
@@ -117,9 +119,8 @@ class WebhookEndpoint:
             return
         finally:
             structlog.contextvars.unbind_contextvars("request_id")
-        outcome = "conflict" if receipt.conflict else receipt.status
         receiver.metrics.delivery_answered(source, outcome, started)
-        await send_json(send, 200, receipt.as_json())
+        await send_json(send, 200, answer)
 
 
 class WebhookFastPath:
