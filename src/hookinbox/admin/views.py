@@ -218,7 +218,7 @@ class Admin:
         q = request.query_params
         status = q.get("status") or None
         if status is not None and status not in JOB_STATES:
-            raise InvalidArgument(f"unknown status {status!r}")
+            raise InvalidArgument(f"unknown status {status[:40]!r}")
         search = DeliverySearch(
             ref=text_arg(q.get("ref"), "id", max_length=MAX_REF),
             source=text_arg(q.get("source"), "source"),

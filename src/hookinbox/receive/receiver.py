@@ -25,7 +25,6 @@ from hookinbox.resources.service import ResourceRoutes, log_outcome
 from hookinbox.store import NewDelivery, NewJob, Reservation, Store
 from hookinbox.verify import edge
 from hookinbox.verify.base import Verifier
-from hookinbox.verify.edge import kept_headers
 from hookinbox.verify.registry import build_verifier
 
 log = get_logger("hookinbox.ingest")
@@ -122,7 +121,7 @@ class Receiver:
             return Receipt("challenge", challenge=event.challenge_response)
         # The edge, once the signature holds and before any store work (docs/edge.md).
         edge.check_event(event)
-        kept = kept_headers(headers)
+        kept = edge.kept_headers(headers)
         delivery_id = new_delivery_id()
         body_sha256 = hashlib.sha256(body).hexdigest()
         routes = self._routes_for(source_name, event.event_type)
