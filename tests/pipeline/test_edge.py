@@ -151,8 +151,14 @@ async def test_a_100_kb_webhook_id_is_refused_and_no_log_line_carries_it(
 ) -> None:
     body, headers = signed_bytes(event("crm.lead.created"), event_id="i" * 100_000)
     with structlog.testing.capture_logs() as lines:
-        status, answer, counts = await refused(db_url, client, body, headers)
-    assert (status, answer) == (400, {"error": "invalid_event_id"})
+        async with running_inbox(make_config(db_url)) as inbox:
+            sent = await client.post(inbox.url(), content=body, headers=headers)
+            counts = await inbox.store.count_rows()
+    # The edge refuses the id; an HTTP server with a header limit under 100 KB (431)
+    # refuses the request before it. Either way: refused, stored nowhere, logged nowhere.
+    assert (sent.status_code, sent.json()) == (400, {"error": "invalid_event_id"}) or (
+        sent.status_code == 431
+    )
     assert nothing_stored(counts)
     assert not [line for line in lines if "i" * 300 in json.dumps(line, default=str)]
 
@@ -160,10 +166,10 @@ async def test_a_100_kb_webhook_id_is_refused_and_no_log_line_carries_it(
 @pytest.mark.parametrize(
     "extra",
     [
-        {"x-github-note": "n" * 65_536},  # one provider header of 64 KB
+        {"x-github-note": "n" * 5000},  # one provider header past 4 KiB
         {f"x-github-extra-{n}": "v" for n in range(40)},  # 40 provider headers
     ],
-    ids=["one-64-kb-header", "40-headers"],
+    ids=["one-5-kb-header", "40-headers"],
 )
 async def test_provider_headers_beyond_the_bounds_are_refused(
     db_url: str, client: httpx.AsyncClient, extra: dict[str, str]

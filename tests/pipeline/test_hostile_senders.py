@@ -31,7 +31,8 @@ from tests.support.target import RecordingTarget
 
 EXAMPLES = int(os.environ.get("HOOKINBOX_PROPERTY_EXAMPLES", "300"))
 MAX_BODY = 65_536
-ALLOWED = {200, 400, 404, 405, 413}
+#: 431 is the HTTP server's own refusal of oversized headers, once it has a limit.
+ALLOWED = {200, 400, 404, 405, 413, 431}
 KEPT_PREFIXES = ["webhook-x", "svix-x", "stripe-x", "x-github-x", "x-shopify-x", "x-slack-x"]
 
 
@@ -110,7 +111,7 @@ FAULTS: dict[str, st.SearchStrategy[Any]] = {
         st.text(ANY_CHAR, min_size=1, max_size=60).map(
             lambda s: wire_bytes(s.encode("utf-8", "surrogatepass"))
         ),
-        st.integers(250, 8000).map(lambda n: b"e" * n),
+        st.integers(250, 4000).map(lambda n: b"e" * n),
     ),
     "event_type": st.one_of(
         st.text(ANY_CHAR, max_size=40),
@@ -143,18 +144,25 @@ FAULTS: dict[str, st.SearchStrategy[Any]] = {
     ),
     "secret": st.just(WRONG_SECRET),
     "signature": st.just(False),
-    "extra_headers": st.lists(
-        st.tuples(
-            st.sampled_from([*KEPT_PREFIXES, "authorization", "x-request-id", "cookie"]).flatmap(
-                lambda p: st.integers(0, 60).map(lambda n: f"{p}-{n}")
+    # Many small headers, and at most one past the edge's 4 KiB: about 10 KB in all, within
+    # what any HTTP server takes, so the edge is what answers.
+    "extra_headers": st.tuples(
+        st.lists(
+            st.tuples(
+                st.sampled_from(
+                    [*KEPT_PREFIXES, "authorization", "x-request-id", "cookie"]
+                ).flatmap(lambda p: st.integers(0, 60).map(lambda n: f"{p}-{n}")),
+                st.binary(max_size=64).map(wire_bytes),
             ),
-            st.one_of(
-                st.binary(max_size=100).map(wire_bytes),
-                st.integers(3000, 6000).map(lambda n: b"v" * n),
-            ),
+            max_size=45,
         ),
-        max_size=45,
-    ).map(tuple),
+        st.lists(
+            st.tuples(
+                st.sampled_from(KEPT_PREFIXES), st.integers(3000, 6000).map(lambda n: b"v" * n)
+            ),
+            max_size=1,
+        ),
+    ).map(lambda lists: tuple(lists[0] + lists[1])),
     "source": st.sampled_from(["nope", quote("\u00df/x", safe=""), "a" * 300]),
     "method": st.sampled_from(["GET", "PUT"]),
 }
@@ -196,7 +204,7 @@ FINDINGS = [
     Recipe(raw_id=b"evt_f6_nan", data={"n": float("nan")}, faults=("data",)),
     Recipe(
         raw_id=b"evt_f6_header",
-        extra_headers=(("x-github-note", b"n" * 65_536),),
+        extra_headers=(("x-github-note", b"n" * 5000),),
         faults=("extra_headers",),
     ),
     Recipe(raw_id=b"evt_f6_latin1_id_\xe9"),

@@ -65,16 +65,14 @@ def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
         kept["content-type"] = headers["content-type"]
     if len(kept) > MAX_KEPT_HEADERS:
         raise InvalidHeaders(f"More than {MAX_KEPT_HEADERS} provider headers.")
-    total = 0
-    for name, value in kept.items():
-        # Values are ISO-8859-1 text (one character per byte), so len() counts bytes.
-        if len(value) > MAX_HEADER_VALUE_BYTES:
-            raise InvalidHeaders(f"A provider header is longer than {MAX_HEADER_VALUE_BYTES}.")
-        total += len(name) + len(value)
-        if _HEADER_CONTROL.search(value):
-            raise InvalidHeaders("A provider header holds a control character.")
-    if total > MAX_KEPT_HEADER_BYTES:
+    # Values are ISO-8859-1 text (one character per byte), so len() counts bytes.
+    values = "".join(kept.values())
+    if kept and max(map(len, kept.values())) > MAX_HEADER_VALUE_BYTES:
+        raise InvalidHeaders(f"A provider header is longer than {MAX_HEADER_VALUE_BYTES}.")
+    if len(values) + sum(map(len, kept)) > MAX_KEPT_HEADER_BYTES:
         raise InvalidHeaders(f"The provider headers are longer than {MAX_KEPT_HEADER_BYTES}.")
+    if not values.isprintable() and _HEADER_CONTROL.search(values):
+        raise InvalidHeaders("A provider header holds a control character.")
     return kept
 
 
