@@ -220,3 +220,22 @@ def test_every_storable_text_survives_a_header_and_unquote_exactly(text: str) ->
 def test_a_received_header_goes_on_as_the_bytes_it_came_as() -> None:
     raw = "caf\u00e9".encode()  # UTF-8 on the wire, read as ISO-8859-1 on the way in
     assert header_bytes(raw.decode("latin-1")) == raw
+
+
+def test_every_refusal_code_is_documented_in_the_edge_contract_and_the_readme() -> None:
+    from pathlib import Path
+
+    from hookinbox import errors
+
+    def family(cls: type) -> list[type]:
+        return [cls, *(sub for child in cls.__subclasses__() for sub in family(child))]
+
+    repo = Path(__file__).resolve().parents[2]
+    edge_doc = (repo / "docs" / "edge.md").read_text()
+    readme = (repo / "README.md").read_text()
+    codes = {cls.code for cls in family(errors.VerificationError) if cls.code != "error"}
+    assert {"invalid_event_id", "invalid_event_type", "body_too_deep"} <= codes
+    for code in sorted(codes):
+        assert f"`{code}`" in edge_doc, code
+        assert f"`{code}`" in readme, code
+        assert code in (errors.__doc__ or ""), code
