@@ -39,6 +39,8 @@ class JobCode(StrEnum):
     UNMAPPED_EVENT = "unmapped_event"
     #: The event carries no resource reference where the route says it is.
     MISSING_RESOURCE_REF = "missing_resource_ref"
+    #: The event's resource reference is over 255 UTF-8 bytes or holds a control character.
+    INVALID_RESOURCE_REF = "invalid_resource_ref"
     #: A forward or a send that got no answer in time.
     TIMEOUT = "timeout"
     #: The target refused the connection (or could not be reached).

@@ -6,10 +6,16 @@ The tree::
     ├── ConfigError                  config_error       exit 2
     ├── VerificationError            (HTTP 400)
     │   ├── MissingHeaders           missing_headers
+    │   ├── InvalidHeaders           invalid_headers
     │   ├── InvalidSignature         invalid_signature
     │   ├── TimestampOutOfTolerance  timestamp_out_of_tolerance
     │   ├── MissingEventId           missing_event_id
+    │   ├── InvalidEventId           invalid_event_id
+    │   ├── InvalidEventType         invalid_event_type
     │   └── MalformedJson            malformed_json
+    │       ├── BodyTooDeep          body_too_deep
+    │       ├── NumberOutOfRange     number_out_of_range
+    │       └── NulInBody            nul_in_body
     ├── UnknownSource                unknown_source     HTTP 404
     ├── PayloadTooLarge              payload_too_large  HTTP 413
     ├── SourcePaused                 source_paused      HTTP 503
@@ -64,6 +70,13 @@ class MissingHeaders(VerificationError):
     code = "missing_headers"
 
 
+class InvalidHeaders(VerificationError):
+    """The provider headers kept with the delivery are too many, too large, or hold a
+    control character (docs/edge.md)."""
+
+    code = "invalid_headers"
+
+
 class InvalidSignature(VerificationError):
     """No configured secret produces an offered signature."""
 
@@ -82,10 +95,42 @@ class MissingEventId(VerificationError):
     code = "missing_event_id"
 
 
+class InvalidEventId(VerificationError):
+    """The event id is longer than 255 UTF-8 bytes or holds a control character
+    (docs/edge.md)."""
+
+    code = "invalid_event_id"
+
+
+class InvalidEventType(VerificationError):
+    """The event type is longer than 255 UTF-8 bytes or holds a control character
+    (docs/edge.md)."""
+
+    code = "invalid_event_type"
+
+
 class MalformedJson(VerificationError):
     """The body is not a JSON object."""
 
     code = "malformed_json"
+
+
+class BodyTooDeep(MalformedJson):
+    """The body nests arrays and objects deeper than the limit (docs/edge.md)."""
+
+    code = "body_too_deep"
+
+
+class NumberOutOfRange(MalformedJson):
+    """A number in the body has too many digits or is beyond a double's range."""
+
+    code = "number_out_of_range"
+
+
+class NulInBody(MalformedJson):
+    """A string in the body holds U+0000, which neither store's text can hold."""
+
+    code = "nul_in_body"
 
 
 class UnknownSource(HookinboxError):

@@ -11,18 +11,43 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 from hookinbox.codes import JobCode, http_status_code
 from hookinbox.errors import ActionError
 
+#: Left as they are by :func:`header_text`: visible ASCII but ``%``.
+_PLAIN = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) != "%")
+
+
+def header_text(value: str) -> str:
+    """``value`` as a header value any HTTP stack carries: percent-encoded UTF-8
+    (RFC 3986 section 2.1) of every character but visible ASCII, and of ``%`` itself, so
+    ``urllib.parse.unquote`` or ``decodeURIComponent`` gives ``value`` back exactly.
+    ``response.completed`` stays as it is; ``réponse.completed`` is
+    ``r%C3%A9ponse.completed``."""
+    if value.isascii() and value.isprintable() and " " not in value and "%" not in value:
+        return value
+    return quote(value, safe=_PLAIN, errors="surrogatepass")
+
+
+def header_bytes(value: str) -> bytes:
+    """A received header value (read as ISO-8859-1, as Starlette does) as the bytes it
+    came as, so a forward passes it on unchanged; text beyond ISO-8859-1 (a library
+    caller's own headers) percent-encoded as :func:`header_text` does."""
+    try:
+        return value.encode("latin-1")
+    except UnicodeEncodeError:
+        return header_text(value).encode("ascii")
+
 
 async def post(
     client: httpx.AsyncClient,
     url: str,
     *,
-    headers: Mapping[str, str],
+    headers: Mapping[str, str] | Mapping[bytes, bytes],
     timeout: float,
     content: bytes | None = None,
     json: Any = None,
@@ -30,7 +55,7 @@ async def post(
     """POST and return the 2xx answer; raise ActionError with the failure's code."""
     try:
         response = await client.post(
-            url, content=content, json=json, headers=dict(headers), timeout=timeout
+            url, content=content, json=json, headers=headers, timeout=timeout
         )
     except httpx.TimeoutException:
         raise ActionError(JobCode.TIMEOUT) from None

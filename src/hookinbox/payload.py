@@ -4,31 +4,163 @@ The receiver parses a body once its signature holds; the worker parses the store
 again for a handler; resource routes and fingerprints read fields by JSON pointer
 (RFC 6901). One parser and one pointer reader serve them all, so a body the receiver
 accepted is one the worker can read.
+
+What a body must be (the contract in docs/edge.md): a JSON object per RFC 8259, as
+UTF-8 with no byte order mark (so no UTF-16 or UTF-32 either), with no ``NaN`` or
+``Infinity``, no lone surrogate and no U+0000 in any string (neither store can hold
+them as text, nor can PostgreSQL's jsonb downstream), numbers within range (an integer
+of at most :data:`MAX_INTEGER_DIGITS` digits, a number a double can hold), and arrays
+and objects nested at most :data:`MAX_DEPTH` deep. A repeated key keeps its last value,
+as in orjson, the standard library, JavaScript and Go.
+
+orjson parses almost every body. It turns an integer past 64 bits into a float (older
+versions refused it), so a body with a run of 20 digits or more (19 after a minus) --
+where such an integer can be -- goes to the standard parser instead, which keeps
+integers exact; so does a body orjson refuses, to name what is wrong. That path is
+bounded: its depth is checked on the bytes before it recurses, its integers are bounded
+in digits before ``int()`` runs, and the body by the source's ``max_body_bytes``.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
+from itertools import accumulate
 from typing import Any
 
 import orjson
 
-from hookinbox.errors import MalformedJson
+from hookinbox.errors import BodyTooDeep, MalformedJson, NulInBody, NumberOutOfRange
+
+#: The deepest nesting of arrays and objects a body may have (serde_json's default;
+#: providers' payloads nest about ten deep). Far below Python's recursion limit, so a
+#: handler may walk a payload recursively.
+MAX_DEPTH = 128
+#: The most digits an integer may have: a 256-bit value has 78.
+MAX_INTEGER_DIGITS = 100
+
+_BOM = b"\xef\xbb\xbf"
+#: One pass over the body classifies its bytes: a digit -> "0", "-" kept, "[" and "{" ->
+#: "[", anything else -> " ". Then 20 digits in a row, or "-" and 19, is where an integer
+#: past 64 bits can be (2**64 has 20 digits, -2**63 has 19), and the "[" count bounds the
+#: depth -- all at C speed. (A string of that many digits, or with brackets, only sends
+#: the body the longer way; no harm.)
+_CLASSES = bytes(
+    0x30 if 0x30 <= b <= 0x39 else b if b == 0x2D else 0x5B if b in b"[{" else 0x20
+    for b in range(256)
+)
+_LONG_RUN = b"0" * 20
+_LONG_NEGATIVE_RUN = b"-" + b"0" * 19
+#: Quotes and brackets only, "{}" read as "[]": nesting is the same whatever the kind.
+_MARKS = bytes.maketrans(b"{}", b"[]")
+_NOT_MARKS = bytes(b for b in range(256) if b not in b'"[]{}')
+_STEP = [0] * 256
+_STEP[0x5B] = 1
+_STEP[0x5D] = -1
+#: ``\u0000`` after an even number of backslashes (so not an escaped backslash + text).
+_NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def parse_json_object(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or MalformedJson."""
-    try:
-        payload = orjson.loads(body)  # several times faster, on the hot path
-    except orjson.JSONDecodeError:
-        # orjson refuses a few things the JSON spec allows (integers past 64 bits):
-        # the standard parser has the last word.
+    """The body as a JSON object, or a :class:`~hookinbox.errors.MalformedJson` (or one of
+    its precise kinds: ``body_too_deep``, ``number_out_of_range``, ``nul_in_body``)."""
+    payload: Any
+    classes = body.translate(_CLASSES)
+    if _LONG_RUN in classes or _LONG_NEGATIVE_RUN in classes:
+        payload = _parse_exact(body)
+    else:
         try:
-            payload = json.loads(body)
-        except (UnicodeDecodeError, ValueError):
-            raise MalformedJson() from None
+            payload = orjson.loads(body)  # several times faster, on the hot path
+        except orjson.JSONDecodeError:
+            payload = _parse_exact(body)  # to say precisely what is wrong, or accept
+        else:
+            # orjson allows 1024 levels; a body with fewer brackets than the limit is
+            # within it without looking further (the common case).
+            if classes.count(b"[") > MAX_DEPTH:
+                _check_depth(body)
     if not isinstance(payload, dict):
         raise MalformedJson("The body is a JSON value but not an object.")
+    # A lone backslash is found at memchr speed; most bodies have none.
+    if b"\\" in body and b"\\u0000" in body and _NUL_ESCAPE.search(body):
+        raise NulInBody()
+    return payload
+
+
+def _check_depth(body: bytes) -> None:
+    """BodyTooDeep when arrays and objects nest deeper than :data:`MAX_DEPTH`, measured on
+    the bytes: strings taken out (escaped quotes first), then the innermost pairs peeled
+    off a level at a time while that takes off much (a shallow body is done in a few
+    passes), then the rest counted in chunks, so a flood of brackets stops at the first."""
+    if b"\\" in body:
+        body = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    marks = body.translate(_MARKS, _NOT_MARKS)
+    # Strings without brackets are now '""': gone in one pass. Left to right, that takes
+    # each string's two quotes together, so no quote left means none held a bracket.
+    skeleton = marks.replace(b'""', b"")
+    if b'"' in skeleton:
+        skeleton = b"".join(marks.split(b'"')[::2])
+    allowed = MAX_DEPTH
+    while skeleton:
+        peeled = skeleton.replace(b"[]", b"")
+        if len(peeled) * 4 > len(skeleton) * 3:
+            break  # a long chain: count it instead
+        skeleton = peeled
+        allowed -= 1
+    if allowed < 0:  # peeled away entirely, but in more passes than the limit
+        raise BodyTooDeep()
+    level = 0
+    for start in range(0, len(skeleton), 4096):
+        levels = list(accumulate(map(_STEP.__getitem__, skeleton[start : start + 4096])))
+        if level + max(levels) > allowed:
+            raise BodyTooDeep()
+        level += levels[-1]
+
+
+def _refuse_constant(name: str) -> Any:
+    raise MalformedJson(f"{name} is not JSON (RFC 8259).")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise NumberOutOfRange()
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NumberOutOfRange()
+    return value
+
+
+def _parse_exact(body: bytes) -> Any:
+    """The standard parser, strict and bounded: UTF-8 only, no BOM, no constants."""
+    if body.startswith(_BOM):
+        raise MalformedJson("The body starts with a byte order mark (RFC 8259 section 8.1).")
+    try:
+        text = body.decode("utf-8")  # never the UTF-16/32 detection of json.loads(bytes)
+    except UnicodeDecodeError:
+        raise MalformedJson("The body is not UTF-8.") from None
+    _check_depth(body)  # before the parser recurses
+    try:
+        payload = json.loads(
+            text,
+            parse_constant=_refuse_constant,
+            parse_int=_bounded_int,
+            parse_float=_finite_float,
+        )
+    except MalformedJson:
+        raise
+    except (ValueError, RecursionError):
+        raise MalformedJson() from None
+    if _SURROGATE_ESCAPE.search(text):
+        # Paired surrogates are fine; a lone one is no text a store can hold.
+        try:
+            json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise MalformedJson("A string in the body holds a lone surrogate.") from None
     return payload
 
 
@@ -50,7 +182,7 @@ def resolve_pointer(payload: Any, pointer: str) -> Any:
             if token not in value:
                 return MISSING
             value = value[token]
-        elif isinstance(value, list) and token.isdigit():
+        elif isinstance(value, list) and token.isascii() and token.isdigit():
             index = int(token)
             if index >= len(value):
                 return MISSING

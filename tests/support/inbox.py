@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
+import threading
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any, TypeVar
 
 import uvicorn
 
@@ -15,6 +16,8 @@ from hookinbox.config import Config, config_from_mapping
 from hookinbox.server import ConnectionLimits, uvicorn_config
 from tests.support.processes import free_port
 from tests.support.signing import SECRET_ENV
+
+_T = TypeVar("_T")
 
 
 def make_config(
@@ -86,3 +89,51 @@ async def running_inbox(config: Config, *, run_workers: bool = True) -> AsyncIte
     inbox = Inbox(config, run_workers=run_workers)
     async with serving(inbox.app) as base_url:
         yield RunningInbox(inbox, base_url)
+
+
+class InboxInThread:
+    """The real inbox under uvicorn on an event loop of its own thread, for a synchronous
+    test (a hypothesis property) that drives it with a plain client and runs store calls
+    on the inbox's loop with :meth:`call`. Started and stopped by the test, bounded."""
+
+    def __init__(self, config: Config) -> None:
+        self._config = config
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.running: RunningInbox | None = None
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._serve())
+        except BaseException as exc:  # reported by __enter__ or __exit__
+            self._failure = exc
+            self._ready.set()
+        finally:
+            self._loop.close()
+
+    async def _serve(self) -> None:
+        self._stop = asyncio.Event()
+        async with running_inbox(self._config) as running:
+            self.running = running
+            self._ready.set()
+            await self._stop.wait()
+
+    def __enter__(self) -> RunningInbox:
+        self._thread.start()
+        if not self._ready.wait(30) or self.running is None:
+            raise AssertionError(f"the inbox did not start: {self._failure!r}")
+        return self.running
+
+    def __exit__(self, *exc: object) -> None:
+        if self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(30)
+        assert not self._thread.is_alive(), "the inbox did not stop within 30 s"
+
+    def call(self, coro: Coroutine[Any, Any, _T], timeout: float = 30) -> _T:
+        """Run ``coro`` (a store call) on the inbox's loop and return its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)

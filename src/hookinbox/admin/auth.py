@@ -5,6 +5,13 @@
   ``id.expiry.name.mac``, signed with a key derived from the token: every process with
   the same token accepts it, and changing the token ends every session. Nothing of the
   token is in the cookie.
+- ``POST /admin/logout`` revokes the session's id (:class:`Revocations`) until its
+  expiry, so a copied cookie dies with the logout, not twelve hours later. The built-in
+  :class:`MemoryRevocations` holds them in this process; across processes a shared table
+  is needed (see its docstring).
+- Failed logins are rate-limited (:class:`LoginLimiter`): a few per client address per
+  minute and a few dozen overall, then 429 with ``Retry-After`` without comparing the
+  token at all.
 - Every state-changing action is a POST carrying a CSRF token derived from the session
   (a per-session HMAC); a GET never changes anything.
 - Every response carries a strict Content-Security-Policy (scripts only with the page's
@@ -19,6 +26,9 @@ import hmac
 import re
 import secrets
 import time
+from collections import deque
+from collections.abc import Callable
+from typing import Protocol
 
 from starlette.requests import Request
 
@@ -26,6 +36,9 @@ ADMIN_TOKEN_ENV = "HOOKINBOX_ADMIN_TOKEN"
 COOKIE = "hookinbox_admin"
 SESSION_SECONDS = 12 * 3600
 _NAME = re.compile(r"[^A-Za-z0-9_.@-]")
+_SESSION_ID = re.compile(r"[0-9a-f]{16}")
+#: A session's expiry: unix seconds, ASCII digits (counted before int() runs).
+_EXPIRY = re.compile(r"[0-9]{1,12}")
 
 
 def clean_name(value: object) -> str:
@@ -33,12 +46,117 @@ def clean_name(value: object) -> str:
     return _NAME.sub("", str(value or ""))[:40] or "operator"
 
 
-class Sessions:
-    """Signed, stateless sessions and their CSRF tokens."""
+class Revocations(Protocol):
+    """Session ids ended by a logout, each until its session would have expired."""
 
-    def __init__(self, token: str) -> None:
+    async def revoke(self, sid: str, until: float) -> None:
+        """End session ``sid``; it need not be remembered after ``until`` (unix seconds)."""
+        ...
+
+    async def is_revoked(self, sid: str) -> bool:
+        """Whether ``sid`` was revoked."""
+        ...
+
+
+class MemoryRevocations:
+    """Revocations in this process's memory: they hold for every request this process
+    serves, and are lost on restart.
+
+    With several processes (``serve --processes N``, several hosts) a logout must reach
+    them all, which needs a shared table in the store, e.g.
+    ``admin_sessions_revoked(sid text PRIMARY KEY, until timestamptz NOT NULL)`` with
+    ``revoke`` an ``INSERT ... ON CONFLICT DO NOTHING``, ``is_revoked`` a primary-key
+    lookup, and the purge job deleting rows past ``until``. Until then, changing
+    ``HOOKINBOX_ADMIN_TOKEN`` ends every session in every process.
+    """
+
+    def __init__(
+        self, *, max_entries: int = 10_000, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._until: dict[str, float] = {}
+        self._max = max_entries
+        self._clock = clock
+
+    async def revoke(self, sid: str, until: float) -> None:
+        now = self._clock()
+        if len(self._until) >= self._max:
+            self._until = {s: u for s, u in self._until.items() if u > now}
+        if len(self._until) >= self._max:
+            # Full of live revocations (only logged-in operators add them): the one
+            # closest to its end goes first, so the newest logout always holds.
+            del self._until[min(self._until, key=self._until.__getitem__)]
+        self._until[sid] = until
+
+    async def is_revoked(self, sid: str) -> bool:
+        until = self._until.get(sid)
+        return until is not None and until > self._clock()
+
+
+class LoginLimiter:
+    """Failed logins allowed per client address and overall, in a sliding window.
+
+    In-process: each process counts its own (a client spreading attempts over N
+    processes gets N times the budget, still a few hundred guesses an hour against a
+    token of 20+ random characters). Addresses are forgotten once their window passes,
+    and at most ``max_clients`` are tracked."""
+
+    def __init__(
+        self,
+        *,
+        per_client: int = 5,
+        overall: int = 50,
+        window_seconds: float = 60.0,
+        max_clients: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._per_client = per_client
+        self._overall = overall
+        self._window = window_seconds
+        self._max_clients = max_clients
+        self._clock = clock
+        self._clients: dict[str, deque[float]] = {}
+        self._all: deque[float] = deque()
+
+    def _trim(self, times: deque[float], now: float) -> None:
+        while times and times[0] <= now - self._window:
+            times.popleft()
+
+    def retry_after(self, client: str) -> int:
+        """Seconds until ``client`` may try again; 0 when it may now."""
+        now = self._clock()
+        self._trim(self._all, now)
+        times = self._clients.get(client)
+        if times is not None:
+            self._trim(times, now)
+        waits = []
+        if len(self._all) >= self._overall:
+            waits.append(self._all[0] + self._window - now)
+        if times is not None and len(times) >= self._per_client:
+            waits.append(times[0] + self._window - now)
+        return max(1, int(max(waits)) + 1) if waits else 0
+
+    def failed(self, client: str) -> None:
+        now = self._clock()
+        self._all.append(now)
+        times = self._clients.get(client)
+        if times is None:
+            if len(self._clients) >= self._max_clients:
+                stale = now - self._window
+                for key in [k for k, t in self._clients.items() if not t or t[-1] <= stale]:
+                    del self._clients[key]
+            if len(self._clients) >= self._max_clients:
+                self._clients.pop(next(iter(self._clients)))
+            times = self._clients[client] = deque()
+        times.append(now)
+
+
+class Sessions:
+    """Signed sessions, their revocation and their CSRF tokens."""
+
+    def __init__(self, token: str, revocations: Revocations | None = None) -> None:
         self._token = token.encode()
         self._key = hashlib.sha256(b"hookinbox-admin-session:" + self._token).digest()
+        self.revocations: Revocations = revocations or MemoryRevocations()
 
     def token_matches(self, offered: str) -> bool:
         return hmac.compare_digest(offered.encode(), self._token)
@@ -51,22 +169,42 @@ class Sessions:
         body = f"{secrets.token_hex(8)}.{int(time.time()) + SESSION_SECONDS}.{name}"
         return f"{body}.{self._mac(body)}"
 
-    def check(self, cookie: str | None) -> tuple[str, str] | None:
-        """``(session id, name)`` of a valid, unexpired session."""
+    def _parse(self, cookie: str | None) -> tuple[str, int, str] | None:
+        """``(session id, expiry, name)`` of a well-formed cookie with a valid MAC."""
         if not cookie or cookie.count(".") != 3:
             return None
         sid, expiry, name, mac = cookie.split(".")
-        if not hmac.compare_digest(mac.encode(), self._mac(f"{sid}.{expiry}.{name}").encode()):
+        valid = hmac.compare_digest(mac.encode(), self._mac(f"{sid}.{expiry}.{name}").encode())
+        # Signed by us means well-formed by us; checked anyway, never int() of "²".
+        if not valid or not _SESSION_ID.fullmatch(sid) or not _EXPIRY.fullmatch(expiry):
             return None
-        if not expiry.isdigit() or int(expiry) < time.time():
+        return sid, int(expiry), name
+
+    async def check(self, cookie: str | None) -> tuple[str, str] | None:
+        """``(session id, name)`` of a valid, unexpired, unrevoked session."""
+        parsed = self._parse(cookie)
+        if parsed is None:
+            return None
+        sid, expiry, name = parsed
+        if expiry < time.time() or await self.revocations.is_revoked(sid):
             return None
         return sid, name
+
+    async def revoke(self, cookie: str | None) -> None:
+        """End the session of ``cookie`` (a logout)."""
+        parsed = self._parse(cookie)
+        if parsed is not None:
+            await self.revocations.revoke(parsed[0], parsed[1])
 
     def csrf(self, sid: str) -> str:
         return self._mac("csrf:" + sid)
 
     def csrf_matches(self, sid: str, offered: str) -> bool:
         return hmac.compare_digest(offered.encode(), self.csrf(sid).encode())
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client is not None else "-"
 
 
 def base_path(request: Request) -> str:

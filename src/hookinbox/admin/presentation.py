@@ -31,30 +31,65 @@ templates = jinja2.Environment(
 templates.filters["t"] = format_time
 
 
+#: Unix seconds as the admin takes them: ASCII digits, up to the year 9999.
+_UNIX_SECONDS = re.compile(r"[0-9]{1,11}(\.[0-9]{1,6})?")
+_LAST_SECOND = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+#: The longest text an admin filter or form field may carry.
+MAX_TEXT = 200
+
+
 def parse_time(value: str | None) -> float | None:
-    """``2026-01-31T12:00`` (UTC, as an HTML datetime-local input sends it) or unix seconds."""
+    """``2026-01-31T12:00`` (UTC, as an HTML datetime-local input sends it) or unix seconds
+    (ASCII digits), from 1970 to the year 9999; anything else is an InvalidArgument (400)."""
     if not value:
         return None
-    if re.fullmatch(r"\d+(\.\d+)?", value):
-        return float(value)
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise InvalidArgument(f"not a time: {value[:40]!r}") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
+    if _UNIX_SECONDS.fullmatch(value):
+        seconds = float(value)
+    elif len(value) > 40:  # an ISO time has at most 32 characters
+        raise InvalidArgument("not a time")
+    else:
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=UTC)
+            seconds = parsed.timestamp()
+        except (ValueError, OverflowError):
+            raise InvalidArgument(f"not a time: {value[:40]!r}") from None
+    if not 0 <= seconds <= _LAST_SECOND:
+        raise InvalidArgument("a time before 1970 or after the year 9999")
+    return seconds
 
 
-def form_int(value: object, default: int) -> int:
+def form_int(value: object, default: int, *, what: str = "number") -> int:
+    """A whole number from a form: ASCII digits (``²`` is a digit to ``str.isdigit``),
+    at most nine of them; nothing sent is ``default``; anything else an InvalidArgument."""
     text = str(value or "").strip()
-    return int(text) if text.isdigit() else default
+    if not text:
+        return default
+    if not (len(text) <= 9 and text.isascii() and text.isdigit()):
+        raise InvalidArgument(f"the {what} must be a whole number")
+    return int(text)
+
+
+def text_arg(value: object, what: str, *, max_length: int = MAX_TEXT) -> str | None:
+    """A filter, an id or a reason as typed: None when empty; an InvalidArgument (400)
+    when longer than ``max_length`` or holding a control character, which neither a
+    store's text nor an audit line should hold."""
+    if value is None:
+        return None
+    text = str(value)
+    if not text:
+        return None
+    if len(text) > max_length or _CONTROL.search(text):
+        raise InvalidArgument(f"the {what} is not valid")
+    return text
 
 
 def pretty_body(body: bytes) -> str:
     try:
         return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # a body stored before the edge's depth limit
         return body.decode("utf-8", errors="replace")
 
 

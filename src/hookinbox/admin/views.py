@@ -9,6 +9,10 @@ Every read and every action goes through the operator functions of :mod:`hookinb
 a time-ordered primary key (``before`` = the last id seen), never OFFSET, so a page costs
 the same on a million deliveries. A payload is shown only while retained, only after an
 explicit POST, and each view is logged and audited by delivery id (never the payload).
+
+Every input (query string, path, form) is checked before it is used: a value that is
+not what the page asks for (a time, a whole number, a short text without control
+characters) is a 400 page, never a 500.
 """
 
 from __future__ import annotations
@@ -29,9 +33,12 @@ from hookinbox.admin.auth import (
     ADMIN_TOKEN_ENV,
     COOKIE,
     SESSION_SECONDS,
+    LoginLimiter,
+    Revocations,
     Sessions,
     base_path,
     clean_name,
+    client_address,
     safe_next,
     security_headers,
 )
@@ -41,6 +48,7 @@ from hookinbox.admin.presentation import (
     parse_time,
     pretty_body,
     templates,
+    text_arg,
     timeline,
 )
 from hookinbox.config import Config
@@ -55,6 +63,8 @@ log = get_logger("hookinbox.admin")
 PAGE = 50
 #: The most dead letters one "retry selected" may touch.
 MAX_RETRY_SELECTED = 200
+#: The longest id (delivery, job, event) or keyset cursor a page takes.
+MAX_REF = 300
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -70,10 +80,13 @@ class Admin:
         *,
         metrics: Metrics,
         views: ops.OperatorViews,
+        revocations: Revocations | None = None,
+        logins: LoginLimiter | None = None,
     ) -> None:
         self.config = config
         self.store = store
-        self.sessions = Sessions(token)
+        self.sessions = Sessions(token, revocations)
+        self.logins = logins or LoginLimiter()
         self.metrics = metrics
         self.views = views
         page = self._page
@@ -98,15 +111,15 @@ class Admin:
         )
 
     # -- plumbing -----------------------------------------------------------------------
-    def _session(self, request: Request) -> tuple[str, str] | None:
-        found = self.sessions.check(request.cookies.get(COOKIE))
+    async def _session(self, request: Request) -> tuple[str, str] | None:
+        found = await self.sessions.check(request.cookies.get(COOKIE))
         if found is not None:
             request.state.sid, request.state.name = found
         return found
 
     def _page(self, handler: Handler) -> Handler:
         async def guarded(request: Request) -> Response:
-            if self._session(request) is None:
+            if await self._session(request) is None:
                 target = base_path(request) + "/login?" + urlencode({"next": request.url.path})
                 return RedirectResponse(target, status_code=303)
             try:
@@ -118,7 +131,7 @@ class Admin:
 
     def _action(self, handler: Handler) -> Handler:
         async def guarded(request: Request) -> Response:
-            if self._session(request) is None:
+            if await self._session(request) is None:
                 return PlainTextResponse("login required", status_code=401)
             form = await request.form()
             if not self.sessions.csrf_matches(request.state.sid, str(form.get("csrf", ""))):
@@ -155,12 +168,22 @@ class Admin:
 
     # -- login --------------------------------------------------------------------------
     async def login_form(self, request: Request) -> Response:
-        return self._render(request, "login.html", next=safe_next(request), failed=False)
+        return self._render(request, "login.html", next=safe_next(request))
 
     async def login(self, request: Request) -> Response:
+        client = client_address(request)
+        wait = self.logins.retry_after(client)
+        if wait:
+            log.warning("admin_login_throttled", retry_in_s=wait)
+            response = self._render(
+                request, "login.html", status=429, next=safe_next(request), throttled=wait
+            )
+            response.headers["retry-after"] = str(wait)
+            return response
         form = await request.form()
         name = clean_name(form.get("name"))
         if not self.sessions.token_matches(str(form.get("token", ""))):
+            self.logins.failed(client)
             log.warning("admin_login_refused")
             return self._render(
                 request, "login.html", status=401, next=safe_next(request), failed=True
@@ -179,6 +202,8 @@ class Admin:
         return response
 
     async def logout(self, request: Request) -> Response:
+        await self.sessions.revoke(request.cookies.get(COOKIE))
+        log.info("admin_logout", actor=self._actor(request))
         response = RedirectResponse(base_path(request) + "/login", 303)
         response.delete_cookie(COOKIE, path=base_path(request) or "/")
         return response
@@ -193,15 +218,15 @@ class Admin:
         q = request.query_params
         status = q.get("status") or None
         if status is not None and status not in JOB_STATES:
-            raise InvalidArgument(f"unknown status {status!r}")
+            raise InvalidArgument(f"unknown status {status[:40]!r}")
         search = DeliverySearch(
-            ref=q.get("ref") or None,
-            source=q.get("source") or None,
-            event_type=q.get("type") or None,
+            ref=text_arg(q.get("ref"), "id", max_length=MAX_REF),
+            source=text_arg(q.get("source"), "source"),
+            event_type=text_arg(q.get("type"), "type", max_length=MAX_REF),
             status=status,
             since=parse_time(q.get("since")),
             until=parse_time(q.get("until")),
-            before=q.get("before") or None,
+            before=text_arg(q.get("before"), "page", max_length=MAX_REF),
             limit=PAGE + 1,
         )
         found = await search_deliveries(self.store, search)
@@ -221,7 +246,7 @@ class Admin:
         )
 
     async def delivery(self, request: Request, *, payload: str | None = None) -> Response:
-        ref = request.path_params["id"]
+        ref = _path_ref(request)
         report = await ops.trace(self.store, self.config, ref, layers=self.views.trace_layers)
         traced = next((d for d in report.deliveries if d.delivery.id == ref), None)
         traced = traced or report.deliveries[0]
@@ -235,16 +260,14 @@ class Admin:
         )
 
     async def payload(self, request: Request) -> Response:
-        found, body = await view_payload(
-            self.store, request.path_params["id"], actor=self._actor(request)
-        )
+        found, body = await view_payload(self.store, _path_ref(request), actor=self._actor(request))
         if body is None:
             return self._back(request, f"/deliveries/{quote(found.id)}", "payload_purged")
         request.path_params["id"] = found.id
         return await self.delivery(request, payload=pretty_body(body))
 
     async def replay(self, request: Request) -> Response:
-        ref = request.path_params["id"]
+        ref = _path_ref(request)
         report = await ops.replay(
             self.store, self.config, ref, actor=self._actor(request), wait_seconds=0
         )
@@ -255,9 +278,10 @@ class Admin:
     # -- dead letters -------------------------------------------------------------------
     async def dead_letters(self, request: Request) -> Response:
         q = request.query_params
-        source, reason = q.get("source") or None, q.get("reason") or None
+        source, reason = text_arg(q.get("source"), "source"), text_arg(q.get("reason"), "reason")
+        before = text_arg(q.get("before"), "page", max_length=MAX_REF)
         found = await dead_letter_page(
-            self.store, source=source, reason=reason, before=q.get("before") or None, limit=PAGE + 1
+            self.store, source=source, reason=reason, before=before, limit=PAGE + 1
         )
         page, more = found.dead[:PAGE], len(found.dead) > PAGE
         older = None
@@ -277,15 +301,18 @@ class Admin:
 
     async def retry_one(self, request: Request) -> Response:
         form = request.state.form
-        job_id = str(form.get("one") or form.get("job_id") or "")
+        job_id = text_arg(form.get("one") or form.get("job_id"), "job id", max_length=MAX_REF)
+        if job_id is None:
+            raise InvalidArgument("no dead letter named")
         await ops.dlq_retry(self.store, self.config, job_id, actor=self._actor(request))
         delivery_id = job_id.rsplit(":", 1)[0]
         return self._back(request, f"/deliveries/{quote(delivery_id)}", "retried")
 
     async def retry_selected(self, request: Request) -> Response:
         form = request.state.form
-        job_ids = list(dict.fromkeys(str(v) for v in form.getlist("job_id")))
-        limit = form_int(form.get("limit"), MAX_RETRY_SELECTED)
+        named = (text_arg(v, "job id", max_length=MAX_REF) for v in form.getlist("job_id"))
+        job_ids = list(dict.fromkeys(v for v in named if v))
+        limit = form_int(form.get("limit"), MAX_RETRY_SELECTED, what="limit")
         if not job_ids:
             raise InvalidArgument("select at least one dead letter")
         if not 1 <= limit <= MAX_RETRY_SELECTED:
@@ -316,17 +343,31 @@ class Admin:
         )
 
     async def pause(self, request: Request) -> Response:
-        name = request.path_params["name"]
-        reason = str(request.state.form.get("reason", "")).strip()[:200] or None
+        name = _path_name(request)
+        reason = text_arg(str(request.state.form.get("reason", "")).strip()[:200], "reason")
         await ops.pause_source(
             self.store, self.config, name, actor=self._actor(request), reason=reason
         )
         return self._back(request, "/sources", "paused")
 
     async def resume(self, request: Request) -> Response:
-        name = request.path_params["name"]
+        name = _path_name(request)
         await ops.resume_source(self.store, self.config, name, actor=self._actor(request))
         return self._back(request, "/sources", "resumed")
+
+
+def _path_ref(request: Request) -> str:
+    ref = text_arg(request.path_params["id"], "id", max_length=MAX_REF)
+    if ref is None:
+        raise InvalidArgument("no id")
+    return ref
+
+
+def _path_name(request: Request) -> str:
+    name = text_arg(request.path_params["name"], "source")
+    if name is None:
+        raise InvalidArgument("no source")
+    return name
 
 
 def admin_routes(

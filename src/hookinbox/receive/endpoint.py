@@ -4,6 +4,12 @@ This is the hot path, so it is a plain ASGI app rather than a Starlette endpoint
 reads the body straight from ``receive`` (refusing it as soon as it passes the limit,
 never buffering it whole first) and answers with two ``send`` calls, without building
 Request and Response objects for every delivery.
+
+It answers every request: a refusal with its code, and anything unexpected with 500
+``{"error": "internal"}``, one log line naming the exception's class and where it was
+raised (never its message or a traceback, whose frames hold the body and headers), and
+the count ``hookinbox_deliveries_total{outcome="internal"}``. A request the sender can
+shape must never make the server print a traceback.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import structlog
 from starlette.types import Receive, Scope, Send
 
 from hookinbox.errors import HookinboxError, PayloadTooLarge
-from hookinbox.http.errors import RETRY_AFTER_SECONDS
+from hookinbox.http.errors import INTERNAL, RETRY_AFTER_SECONDS, unexpected_error_fields
 from hookinbox.logs import get_logger
 
 if TYPE_CHECKING:
@@ -38,7 +44,13 @@ class ClientDisconnected(Exception):
 async def read_body(receive: Receive, headers: dict[str, str], limit: int) -> bytes:
     """The raw bytes, refused as soon as they pass ``limit``."""
     declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    # ASCII digits only, counted before int(): "²" is a digit to str.isdigit().
+    if (
+        declared is not None
+        and declared.isascii()
+        and declared.isdigit()
+        and (len(declared) > 18 or int(declared) > limit)
+    ):
         raise PayloadTooLarge()
     chunks: list[bytes] = []
     size = 0
@@ -85,21 +97,30 @@ class WebhookEndpoint:
         try:
             body = await read_body(receive, headers, receiver.max_body_bytes(source))
             receipt = await receiver.receive(source, body, headers)
+            outcome = "conflict" if receipt.conflict else receipt.status
+            answer = receipt.as_json()
         except HookinboxError as exc:
-            log.info("refused", source=source, error=exc.code, status=exc.http_status)
+            # The source as configured, or "_unknown": a URL path is no log field.
+            label = receiver.metrics.source_label(source)
+            log.info("refused", source=label, error=exc.code, status=exc.http_status)
             receiver.metrics.delivery_answered(source, exc.code, started)
             await send_json(
                 send, exc.http_status, {"error": exc.code}, retry_after=exc.http_status == 503
             )
             return
         except ClientDisconnected:
-            log.info("client_disconnected", source=source)
+            log.info("client_disconnected", source=receiver.metrics.source_label(source))
+            return
+        except Exception as exc:
+            label = receiver.metrics.source_label(source)
+            log.error("internal_error", source=label, **unexpected_error_fields(exc))
+            receiver.metrics.delivery_answered(source, INTERNAL, started)
+            await send_json(send, 500, {"error": INTERNAL})
             return
         finally:
             structlog.contextvars.unbind_contextvars("request_id")
-        outcome = "conflict" if receipt.conflict else receipt.status
         receiver.metrics.delivery_answered(source, outcome, started)
-        await send_json(send, 200, receipt.as_json())
+        await send_json(send, 200, answer)
 
 
 class WebhookFastPath:

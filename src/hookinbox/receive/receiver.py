@@ -1,7 +1,10 @@
 """The receiver: raw body -> verified event -> reserved delivery and its jobs.
 
 Each request verifies, parses and hashes on its own, then hands its row to the
-:class:`~hookinbox.receive.batcher.ReservationBatcher` and awaits its answer.
+:class:`~hookinbox.receive.batcher.ReservationBatcher` and awaits its answer. Nothing
+reaches the store before the edge (:mod:`hookinbox.verify.edge`, docs/edge.md) has
+checked the body (as the verifier parses it), the id, the type and the kept headers,
+once the signature holds.
 """
 
 from __future__ import annotations
@@ -20,23 +23,11 @@ from hookinbox.metrics import Metrics
 from hookinbox.receive.batcher import ReservationBatcher
 from hookinbox.resources.service import ResourceRoutes, log_outcome
 from hookinbox.store import NewDelivery, NewJob, Reservation, Store
+from hookinbox.verify import edge
 from hookinbox.verify.base import Verifier
 from hookinbox.verify.registry import build_verifier
 
 log = get_logger("hookinbox.ingest")
-
-#: Headers a forward passes on: the content type and the provider's own headers. Never
-#: Authorization or cookies.
-_KEPT_HEADER_PREFIXES = (
-    "webhook-",
-    "svix-",
-    "stripe-",
-    "x-github-",
-    "x-hub-signature",
-    "x-shopify-",
-    "shopify-",
-    "x-slack-",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +47,6 @@ class Receipt:
         if self.conflict:
             answer["conflict"] = True
         return answer
-
-
-def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    kept = {k: v for k, v in headers.items() if k.startswith(_KEPT_HEADER_PREFIXES)}
-    if "content-type" in headers:
-        kept["content-type"] = headers["content-type"]
-    return kept
 
 
 class Receiver:
@@ -137,6 +121,9 @@ class Receiver:
         event = self._verifiers[source_name].verify(body, headers, now=self._clock())
         if event.challenge_response is not None:
             return Receipt("challenge", challenge=event.challenge_response)
+        # The edge, once the signature holds and before any store work (docs/edge.md).
+        edge.check_event(event)
+        kept = edge.kept_headers(headers)
         delivery_id = new_delivery_id()
         body_sha256 = hashlib.sha256(body).hexdigest()
         routes = self._routes_for(source_name, event.event_type)
@@ -148,7 +135,7 @@ class Receiver:
                 event_type=event.event_type,
                 body_sha256=body_sha256,
                 body=body,
-                headers=kept_headers(headers),
+                headers=kept,
                 jobs=tuple(NewJob(job_id(delivery_id, r.action), r.action) for r in routes),
                 max_attempts=self._config.worker.max_attempts,
             ),

@@ -40,6 +40,7 @@ from hookinbox.store import (
     Store,
     TransitionView,
 )
+from hookinbox.verify.edge import storable_text
 
 log = get_logger("hookinbox.resources")
 
@@ -176,6 +177,8 @@ def resource_event(
     ref = string_at(payload, binding.ref)
     if ref is None:
         return "missing_resource_ref"
+    if not storable_text(ref):  # a reference is indexed and logged like an event id
+        return "invalid_resource_ref"
     event_time = string_at(payload, binding.event_time)
     return ResourceEvent(
         kind=binding.kind,

@@ -56,16 +56,26 @@ def event_type_of(payload: Mapping[str, Any]) -> str:
     return value if isinstance(value, str) else ""
 
 
+#: The most digits a signed timestamp may have: unix seconds have 10 until the year 2286;
+#: anything longer is out of any tolerance window, and is refused before int() runs.
+MAX_TIMESTAMP_DIGITS = 12
+
+
 def check_timestamp(stamp: str, *, now: float, tolerance_seconds: int) -> int:
     """Unix seconds from a signed header, within ``tolerance_seconds`` of ``now`` either way.
 
     A timestamp from the future is refused like an old one: a sender's clock may drift a
     little, but a far-future signature would stay replayable for longer than the window.
+    Only 1 to :data:`MAX_TIMESTAMP_DIGITS` ASCII digits are a timestamp (no sign, no
+    underscore, no other script's digits): the digits are counted before ``int()`` runs,
+    so a header of thousands of digits costs nothing and cannot overflow a float.
     """
-    try:
-        timestamp = int(stamp.strip())
-    except ValueError:
-        raise TimestampOutOfTolerance("The signed timestamp is not an integer.") from None
+    text = stamp.strip()
+    if not (0 < len(text) <= MAX_TIMESTAMP_DIGITS and text.isascii() and text.isdigit()):
+        raise TimestampOutOfTolerance(
+            f"The signed timestamp is not 1 to {MAX_TIMESTAMP_DIGITS} digits."
+        )
+    timestamp = int(text)
     if abs(now - timestamp) > tolerance_seconds:
         raise TimestampOutOfTolerance()
     return timestamp
@@ -85,6 +95,7 @@ def any_digest_matches(offered: Sequence[bytes], expected: Sequence[bytes]) -> b
 
 
 __all__ = [
+    "MAX_TIMESTAMP_DIGITS",
     "MISSING",
     "Signer",
     "VerifiedEvent",

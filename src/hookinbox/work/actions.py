@@ -95,14 +95,21 @@ class ForwardAction:
         return ctx.business_id
 
     async def send(self, event: Event, job_id: str) -> str | None:
-        """One POST; the target's ``{"id": ...}`` answer, or a failed attempt's code."""
-        headers = dict(event.headers)
-        headers["idempotency-key"] = job_id
-        headers["x-hookinbox-delivery-id"] = event.delivery_id
-        headers["x-hookinbox-event-id"] = event.event_id
-        headers["x-hookinbox-event-type"] = event.type
-        headers["x-hookinbox-attempt"] = str(event.attempt)
-        headers.setdefault("content-type", "application/json")
+        """One POST; the target's ``{"id": ...}`` answer, or a failed attempt's code.
+
+        The provider's headers go on as the bytes they came as; the event id and type,
+        which may be any text (docs/edge.md), percent-encoded (:func:`outbound.header_text`).
+        """
+        headers = {
+            outbound.header_bytes(name): outbound.header_bytes(value)
+            for name, value in event.headers.items()
+        }
+        headers[b"idempotency-key"] = job_id.encode()  # ids of our own: ASCII
+        headers[b"x-hookinbox-delivery-id"] = event.delivery_id.encode()
+        headers[b"x-hookinbox-event-id"] = outbound.header_text(event.event_id).encode()
+        headers[b"x-hookinbox-event-type"] = outbound.header_text(event.type).encode()
+        headers[b"x-hookinbox-attempt"] = str(event.attempt).encode()
+        headers.setdefault(b"content-type", b"application/json")
         response = await outbound.post(
             self._client, self._url, content=event.body, headers=headers, timeout=self._timeout
         )
