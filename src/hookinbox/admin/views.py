@@ -243,7 +243,9 @@ class Admin:
         now = time.time()
         await self.gauges.refresh(self.store)
         readings = self.gauges.readings
-        per_minute = await self.store.deliveries_per_minute(now - 3600)
+        per_minute = await self.store.reads.deliveries_per_minute(
+            datetime.fromtimestamp(now - 3600, UTC)
+        )
         recent = self.metrics.recent
         accepted: dict[str, int] = {}
         minutes: dict[int, dict[str, int]] = {}
@@ -298,7 +300,7 @@ class Admin:
             before=q.get("before") or None,
             limit=PAGE + 1,
         )
-        found = await self.store.search_deliveries(search)
+        found = await self.store.journal.search_deliveries(search)
         page, more = found[:PAGE], len(found) > PAGE
         filters = {k: q.get(k, "") for k in ("ref", "source", "type", "status", "since", "until")}
         older = None
@@ -330,15 +332,15 @@ class Admin:
 
     async def payload(self, request: Request) -> Response:
         ref = request.path_params["id"]
-        found = await self.store.get_delivery(ref)
+        found = await self.store.journal.get_delivery(ref)
         if found is None:
             raise NotFound(f"no delivery {ref!r}")
-        body = await self.store.read_payload(found.id)
+        body = await self.store.journal.read_payload(found.id)
         actor = self._actor(request)
         if body is None:
             return self._back(request, f"/deliveries/{quote(found.id)}", "payload_purged")
         log.warning("payload_viewed", delivery_id=found.id, source=found.source, actor=actor)
-        await self.store.record_operator_action(
+        await self.store.audit.record_operator_action(
             actor=actor, command="view-payload", source=found.source, delivery_id=found.id
         )
         request.path_params["id"] = found.id
@@ -357,7 +359,7 @@ class Admin:
     async def dead_letters(self, request: Request) -> Response:
         q = request.query_params
         source, reason = q.get("source") or None, q.get("reason") or None
-        found = await self.store.list_dead_letters(
+        found = await self.store.queue.list_dead_letters(
             source=source, reason=reason, before=q.get("before") or None, limit=PAGE + 1
         )
         page, more = found[:PAGE], len(found) > PAGE
@@ -368,7 +370,7 @@ class Admin:
         return self._render(
             request,
             "dead_letters.html",
-            reasons=await self.store.dead_letter_reasons(),
+            reasons=await self.store.reads.dead_letter_reasons(),
             dead=page,
             older=older,
             source=source or "",
@@ -455,19 +457,19 @@ def _security_headers(nonce: str) -> dict[str, str]:
     }
 
 
-def _parse_time(value: str | None) -> float | None:
+def _parse_time(value: str | None) -> datetime | None:
     """``2026-01-31T12:00`` (UTC, as an HTML datetime-local input sends it) or unix seconds."""
     if not value:
         return None
     if re.fullmatch(r"\d+(\.\d+)?", value):
-        return float(value)
+        return datetime.fromtimestamp(float(value), UTC)
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise InvalidArgument(f"not a time: {value[:40]!r}") from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
+    return parsed
 
 
 def _int(value: object, default: int) -> int:

@@ -108,7 +108,7 @@ class ReservationBatcher:
             for key, item in sorted(leaders.items())
         ]
         try:
-            answers = await self._store.reserve_deliveries(unique)
+            answers = await self._store.journal.reserve_deliveries(unique)
         except HookinboxError as exc:
             failure = exc if isinstance(exc, StoreUnavailable) else StoreUnavailable()
             for _, future in batch:

@@ -25,7 +25,7 @@ from hookinbox.store import DeliveryView, OutboxView, Store, iso
 async def transitions_layer(store: Store, delivery: DeliveryView) -> list[dict[str, Any]]:
     """The transition log lines written by this delivery, oldest first."""
     rows = []
-    for t in await store.list_delivery_transitions(delivery.id):
+    for t in await store.resources.list_delivery_transitions(delivery.id):
         judged = t.outcome if t.reason is None else f"{t.outcome}: {t.reason}"
         rows.append(
             {
@@ -42,12 +42,12 @@ async def outbox_layer(store: Store, delivery: DeliveryView) -> list[dict[str, A
     """The outbox rows this delivery's applied transitions wrote, with their state."""
     keys = dict.fromkeys(
         t.outbox_key
-        for t in await store.list_delivery_transitions(delivery.id)
+        for t in await store.resources.list_delivery_transitions(delivery.id)
         if t.outbox_key is not None
     )
     rows = []
     for key in keys:
-        row = await store.get_outbox(key)
+        row = await store.outbox.get_outbox(key)
         if row is None:  # reconciliation reports it (transition_without_outbox)
             continue
         rows.append(
@@ -75,18 +75,18 @@ async def resend_outbox(
     resource is not touched), and record who did it in the operators' audit, under the
     delivery whose transition wrote the row, so that delivery's trace shows it.
     ``only_failed``: refuse a row that is not a dead letter (``outbox retry``)."""
-    row = await store.requeue_outbox(key, only_failed=only_failed)
+    row = await store.outbox.requeue_outbox(key, only_failed=only_failed)
     delivery_id = None
     if row.resource_id is not None:
         delivery_id = next(
             (
                 t.delivery_id
-                for t in await store.list_transitions(row.resource_id)
+                for t in await store.resources.list_transitions(row.resource_id)
                 if t.outbox_key == key and t.outcome == "applied"
             ),
             None,
         )
-    await store.record_operator_action(
+    await store.audit.record_operator_action(
         actor=actor, command=command, delivery_id=delivery_id, detail=f"outbox {key}"
     )
     return row
