@@ -90,6 +90,9 @@ class Driver(abc.ABC):
     ) -> list[ClaimedJob]:
         return await self.run(hot_path.claim(worker_id, limit, lease_seconds, new_lease_token()))
 
+    async def fail_exhausted_leases(self) -> int:
+        return await self.run(hot_path.fail_exhausted())
+
     async def finish_job(self, params: Mapping[str, Any]) -> bool:
         """Settle a leased job (see :func:`hot_path.finish_params`); False: lease lost."""
         return await self.run(hot_path.finish(params))

@@ -15,7 +15,7 @@ from typing import Any
 
 from hookinbox.codes import AttemptOutcome, JobCode
 from hookinbox.store.records import ClaimedJob, JobState, NewDelivery, Reservation
-from hookinbox.store.sql import WAKE, Sql, Tx, count, many, row, rows, value
+from hookinbox.store.sql import WAKE, Sql, Step, Tx, count, many, rows
 
 # -- fragments (shared with the PostgreSQL statements) --------------------------------
 
@@ -51,6 +51,9 @@ FINISH_JOB = (
     + CLEAR_LEASE
 )
 LEASE_HELD = "id = :id AND lease_token = :token AND state = 'processing'"
+#: A lease that ran out on the job's last attempt: its worker died, the job is dead.
+EXHAUST_JOB = "state = 'failed', last_error = :error, failed_at = {now}, " + CLEAR_LEASE
+LEASE_EXHAUSTED = "state = 'processing' AND lease_expires_at < {now} AND attempts >= max_attempts"
 
 # -- reserve ---------------------------------------------------------------------------
 
@@ -78,12 +81,18 @@ _SEEN_AGAIN = Sql(
 def reserve_one(item: NewDelivery) -> Tx[Reservation]:
     """The journal row, payload and jobs of a first delivery, or the last-seen, count and
     conflict of a repeat: never SELECT-then-INSERT, never a caught unique violation."""
-    key = {"source": item.source, "event_id": item.event_id, "sha": item.body_sha256}
-    new = yield value(
-        _INSERT_DELIVERY, **key, id=item.id, event_type=item.event_type, seen=item.seen
-    )
-    if new is None:
-        first = yield row(_SEEN_AGAIN, **key, seen=item.seen)
+    # One parameter set serves every statement (each binds the names it uses): this runs
+    # once per delivery on SQLite's writer thread.
+    params = {
+        "id": item.id,
+        "source": item.source,
+        "event_id": item.event_id,
+        "event_type": item.event_type,
+        "sha": item.body_sha256,
+        "seen": item.seen,
+    }
+    if (yield Step(_INSERT_DELIVERY, params, "value")) is None:
+        first = yield Step(_SEEN_AGAIN, params, "row")
         return Reservation(
             "duplicate",
             first["id"],
@@ -92,11 +101,8 @@ def reserve_one(item: NewDelivery) -> Tx[Reservation]:
         )
     yield count(_INSERT_PAYLOAD, id=item.id, body=item.body, headers=json.dumps(item.headers))
     if item.jobs:
-        jobs = [
-            {"id": job.id, "delivery_id": item.id, "source": item.source, "action": job.action}
-            for job in item.jobs
-        ]
-        yield many(_INSERT_JOB, [{**job, "max_attempts": item.max_attempts} for job in jobs])
+        job = {"delivery_id": item.id, "source": item.source, "max_attempts": item.max_attempts}
+        yield many(_INSERT_JOB, [{**job, "id": j.id, "action": j.action} for j in item.jobs])
     return Reservation("accepted", item.id)
 
 
@@ -143,7 +149,7 @@ def claim(worker: str, limit: int, lease_seconds: float, token: str) -> Tx[list[
     return [ClaimedJob.from_row(found[job_id], token) for job_id in ids]
 
 
-# -- settle ----------------------------------------------------------------------------
+# -- settle: a finished attempt, or a lease that ran out -----------------------------------
 
 _FINISH = Sql(f"UPDATE jobs SET {FINISH_JOB} WHERE {LEASE_HELD}")
 END_JOB_ATTEMPT = Sql(f"UPDATE attempts SET {END_ATTEMPT} WHERE job_id = :id AND ended_at IS NULL")
@@ -178,3 +184,14 @@ def finish(params: Mapping[str, Any]) -> Tx[bool]:
     if ours:
         yield count(END_JOB_ATTEMPT, **params)
     return ours
+
+
+_EXHAUSTED = Sql(f"UPDATE jobs SET {EXHAUST_JOB} WHERE {LEASE_EXHAUSTED} RETURNING id")
+
+
+def fail_exhausted() -> Tx[int]:
+    """Dead-letter the jobs whose lease ran out on their last attempt."""
+    dead = yield rows(_EXHAUSTED, **LEASE_EXPIRED)
+    if dead:
+        yield count(END_ATTEMPTS_OF, ids=[job["id"] for job in dead], **LEASE_EXPIRED)
+    return len(dead)

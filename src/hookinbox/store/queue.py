@@ -11,17 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from hookinbox.codes import AttemptOutcome, JobCode
+from hookinbox.codes import AttemptOutcome
 from hookinbox.store.audit import AUDIT
 from hookinbox.store.hot_path import (
     CLEAR_LEASE,
-    END_ATTEMPTS_OF,
     LEASE_HELD,
     finish_params,
 )
 from hookinbox.store.operator_records import JobDetail
 from hookinbox.store.records import AttemptView, ClaimedJob, JobState
-from hookinbox.store.sql import WAKE, Sql, Tx, count, literal, many, rows
+from hookinbox.store.sql import WAKE, Sql, Tx, literal, many, rows
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -42,7 +41,8 @@ _GET_JOB = Sql(JOB_DETAIL + " WHERE j.id = :id")
 
 #: How the one dead-letter list is ordered: ``newest_job`` walks the time-ordered job id
 #: (the admin's pages), the others the failure time (the CLI's list, a bulk retry).
-#: ``before`` (a job id) continues after that job in the same order.
+#: ``before`` (a job id) continues after that job in the same order; with a failure
+#: order it must still be a dead letter (a retried job has no failure time).
 DeadLetterOrder = Literal["newest_job", "newest_failure", "oldest_failure"]
 _ORDERS: dict[DeadLetterOrder, tuple[str, str]] = {
     "newest_job": ("j.id < :before", "j.id DESC"),
@@ -71,30 +71,12 @@ _ATTEMPTS = Sql(
     " FROM attempts WHERE job_id = :id ORDER BY id"
 )
 _RENEW = Sql("UPDATE jobs SET lease_expires_at = {now} + {secs:lease} WHERE " + LEASE_HELD)
-_EXHAUSTED = Sql(
-    f"UPDATE jobs SET state = 'failed', last_error = :error, failed_at = {{now}}, {CLEAR_LEASE}"
-    " WHERE state = 'processing' AND lease_expires_at < {now} AND attempts >= max_attempts"
-    " RETURNING id"
-)
 _REQUEUE = Sql(
     "UPDATE jobs SET state = 'accepted', attempts = 0, max_attempts = :max_attempts,"
     " next_attempt_at = {now}, trigger = :trigger, last_error = NULL, completed_at = NULL,"
     f" failed_at = NULL, {CLEAR_LEASE}"
     " WHERE id {in:ids} AND state {in:states} RETURNING id, source, delivery_id"
 )
-
-
-def _fail_exhausted() -> Tx[int]:
-    dead = yield rows(_EXHAUSTED, error=JobCode.LEASE_EXPIRED)
-    if dead:
-        ids = [job["id"] for job in dead]
-        yield count(
-            END_ATTEMPTS_OF,
-            ids=ids,
-            outcome=AttemptOutcome.LEASE_EXPIRED,
-            error=JobCode.LEASE_EXPIRED,
-        )
-    return len(dead)
 
 
 def _requeue(
@@ -205,7 +187,7 @@ class Queue:
     async def fail_exhausted_leases(self) -> int:
         """Dead-letter jobs whose lease expired with no attempts left (their worker died on
         the last attempt); return how many."""
-        return await self._db.run(_fail_exhausted())
+        return await self._db.fail_exhausted_leases()
 
     async def wait_for_jobs(self, timeout: float) -> None:
         """Return when new jobs may be due (a notification) or after ``timeout``."""

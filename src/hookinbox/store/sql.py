@@ -32,14 +32,20 @@ DecodeTime: TypeAlias = Callable[[Any], datetime | None]
 Fetch = Literal["rows", "row", "value", "count", "many", "wake"]
 
 
-@dataclass(frozen=True, slots=True)
 class Sql:
-    """One statement's text, rendered once per dialect (and cached by the driver)."""
+    """One statement's text, rendered once per dialect (the dialect caches it, keyed by
+    the constant itself: statements are module-level constants, never built per call)."""
 
-    text: str
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"Sql({self.text!r})"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Step:
     """A statement to run inside a transaction, and what to send back for it:
     ``rows`` (a list), ``row`` (the first or None), ``value`` (its first column or None),
@@ -99,6 +105,8 @@ class Drive:
     The driver executes :attr:`step` and gives its result to :meth:`feed` (a
     :class:`UniqueConflict` instance is thrown into the transaction instead)."""
 
+    __slots__ = ("_tx", "answer", "done", "step", "woke")
+
     def __init__(self, tx: Tx[Any]) -> None:
         self._tx = tx
         self.done = False
@@ -106,21 +114,21 @@ class Drive:
         #: The transaction asked for :data:`WAKE`.
         self.woke = False
         self.step = WAKE
-        self._advance(lambda: next(tx))
+        self.feed(None)  # a fresh generator takes None: it runs to its first step
 
     def feed(self, result: Any) -> None:
-        if isinstance(result, UniqueConflict):
-            self._advance(lambda: self._tx.throw(result))
-        else:
-            self._advance(lambda: self._tx.send(result))
-
-    def _advance(self, move: Callable[[], Step]) -> None:
+        # Runs once per statement on the hot path: no closures, no extra calls.
         try:
-            self.step = move()
+            if isinstance(result, UniqueConflict):
+                step = self._tx.throw(result)
+            else:
+                step = self._tx.send(result)
         except StopIteration as stop:
             self.done, self.answer = True, stop.value
-        else:
-            self.woke = self.woke or self.step.fetch == "wake"
+            return
+        self.step = step
+        if step.fetch == "wake":
+            self.woke = True
 
 
 def one_step(step: Step) -> Tx[Any]:

@@ -252,6 +252,9 @@ class PostgresDriver(Driver):
     async def finish_job(self, params: Mapping[str, Any]) -> bool:
         return bool(await self.value(statements.FINISH, **params))
 
+    async def fail_exhausted_leases(self) -> int:
+        return int(await self.value(statements.FAIL_EXHAUSTED, **LEASE_EXPIRED))
+
     # -- waking workers -------------------------------------------------------------------
     async def wait_for_jobs(self, timeout: float) -> None:
         if self._listener is None or self._listener.is_closed():

@@ -13,7 +13,9 @@ from hookinbox.store.hot_path import (
     CLAIMED_COLUMNS,
     DUE_JOBS,
     END_ATTEMPT,
+    EXHAUST_JOB,
     FINISH_JOB,
+    LEASE_EXHAUSTED,
     LEASE_HELD,
     LEASE_JOB,
     START_ATTEMPTS_FROM,
@@ -106,5 +108,16 @@ ended AS (
     FROM done WHERE a.job_id = done.id AND a.ended_at IS NULL
 )
 SELECT count(*) FROM done
+"""
+)
+
+FAIL_EXHAUSTED = Sql(
+    f"""
+WITH dead AS (UPDATE jobs SET {EXHAUST_JOB} WHERE {LEASE_EXHAUSTED} RETURNING id),
+ended AS (
+    UPDATE attempts a SET {END_ATTEMPT}
+    FROM dead WHERE a.job_id = dead.id AND a.ended_at IS NULL
+)
+SELECT count(*) FROM dead
 """
 )

@@ -130,8 +130,16 @@ def parse_sqlite_url(url: str) -> tuple[str, int]:
     return path, busy_timeout
 
 
-def _bind(params: Mapping[str, Any]) -> dict[str, Any]:
+_CONVERTED = frozenset((datetime, list, tuple))
+
+
+def _bind(params: Mapping[str, Any]) -> Mapping[str, Any]:
     """Times as REAL unix seconds, lists as one JSON text (read with ``json_each``)."""
+    for value in params.values():
+        if type(value) in _CONVERTED:
+            break
+    else:
+        return params  # the common case, on every statement of the hot path
     bound = dict(params)
     for key, value in bound.items():
         if isinstance(value, datetime):
