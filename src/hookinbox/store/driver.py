@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+from hookinbox.errors import StoreError, StoreRejectedRow
 from hookinbox.store import hot_path
 from hookinbox.store.dialect import Dialect
 from hookinbox.store.records import ClaimedJob, NewDelivery, Reservation
@@ -81,8 +82,48 @@ class Driver(abc.ABC):
     async def wait_for_jobs(self, timeout: float) -> None:
         """Return when new jobs may be due (a wake-up after a commit) or after ``timeout``."""
 
+    @abc.abstractmethod
+    def rejects_row(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the database refusing a value (a character it cannot store,
+        a key too long for its index), not the database failing: the row's fault."""
+
+    def rejected(self, exc: BaseException) -> StoreRejectedRow | None:
+        """The error a request gets for a value the database refused (named by the driver
+        error's class only: its message may quote the value), or None."""
+        if not self.rejects_row(exc):
+            return None
+        cause = exc.__cause__ if isinstance(exc, StoreError) and exc.__cause__ else exc
+        return StoreRejectedRow(
+            f"the store refused a value of this delivery: {type(cause).__name__}"
+        )
+
     # -- the hot path: portable here, one statement each on PostgreSQL ------------------
-    async def reserve_deliveries(self, items: Sequence[NewDelivery]) -> list[Reservation]:
+    async def reserve_deliveries(
+        self, items: Sequence[NewDelivery]
+    ) -> list[Reservation | StoreRejectedRow]:
+        """One commit for the batch. A batch is never poisoned by one row: when the
+        database refuses a value, the rows go again one by one, the refused row is
+        answered :class:`StoreRejectedRow` and every other as if it had come alone. Only
+        a database that cannot commit at all fails the batch."""
+        try:
+            return list(await self.reserve_batch(items))
+        except Exception as exc:
+            if not self.rejects_row(exc):
+                raise
+        return [await self._reserve_alone(item) for item in items]
+
+    async def _reserve_alone(self, item: NewDelivery) -> Reservation | StoreRejectedRow:
+        try:
+            (answer,) = await self.reserve_batch([item])
+        except Exception as exc:
+            refused = self.rejected(exc)
+            if refused is None:
+                raise
+            return refused
+        return answer
+
+    async def reserve_batch(self, items: Sequence[NewDelivery]) -> list[Reservation]:
+        """Every item in ONE commit, answered in item order."""
         return await self.run(hot_path.reserve_batch(items))
 
     async def claim_due_jobs(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from hookinbox.errors import StoreRejectedRow
 from hookinbox.ids import delivery_id_floor
 from hookinbox.store.decisions import TransitionRules
 from hookinbox.store.hot_path import reserve_one
@@ -131,9 +132,12 @@ class Journal:
     def __init__(self, db: Driver) -> None:
         self._db = db
 
-    async def reserve_deliveries(self, items: Sequence[NewDelivery]) -> list[Reservation]:
+    async def reserve_deliveries(
+        self, items: Sequence[NewDelivery]
+    ) -> list[Reservation | StoreRejectedRow]:
         """Reserve every item in ONE commit: journal row, payload and jobs for the first
-        delivery of an event id, last-seen/count for a repeat. Answers in item order.
+        delivery of an event id, last-seen/count for a repeat. Answers in item order; an
+        item whose values the database refuses is answered StoreRejectedRow, alone.
         Raises StoreUnavailable (and writes nothing) when the commit fails."""
         return await self._db.reserve_deliveries(items)
 
@@ -142,8 +146,15 @@ class Journal:
     ) -> tuple[Reservation, list[ResourceOutcome]]:
         """``reserve_deliveries`` for one delivery, plus each of ``applies`` (one per
         inline resource job of the delivery) in the SAME commit: so a 2xx means the
-        transition is durable. A duplicate applies nothing."""
-        return await self._db.run(_reserve_inline(item, applies, self._db.decode_time))
+        transition is durable. A duplicate applies nothing. StoreRejectedRow when the
+        database refuses one of the delivery's values."""
+        try:
+            return await self._db.run(_reserve_inline(item, applies, self._db.decode_time))
+        except Exception as exc:
+            refused = self._db.rejected(exc)
+            if refused is None:
+                raise
+            raise refused from exc
 
     async def get_delivery(self, ref: str, source: str | None = None) -> DeliveryView | None:
         """A delivery with its jobs, by internal id or by event id (newest first if the

@@ -181,7 +181,17 @@ class PostgresDriver(Driver):
         return int(status.rsplit(" ", 1)[-1])
 
     # -- the hot path: one statement each -------------------------------------------------
-    async def reserve_deliveries(self, items: Sequence[NewDelivery]) -> list[Reservation]:
+    def rejects_row(self, exc: BaseException) -> bool:
+        """Data exceptions (class 22: a NUL or a lone surrogate in a text, a bad encoding),
+        integrity violations (23) and program limits (54000: a key over the btree's
+        maximum row size)."""
+        cause = exc.__cause__ if isinstance(exc, StoreError) else exc
+        if not isinstance(cause, asyncpg.PostgresError):
+            return False
+        state = cause.sqlstate or ""
+        return state.startswith(("22", "23")) or state == "54000"
+
+    async def reserve_batch(self, items: Sequence[NewDelivery]) -> list[Reservation]:
         answers: dict[str, Reservation] = {}
         pending = list(items)
         # A row committed by a concurrent receiver after the statement's snapshot is

@@ -100,6 +100,10 @@ class _DatabaseThread:
             raise StoreUnavailable(f"SQLite unavailable: {exc}") from exc
         except sqlite3.Error as exc:
             raise StoreError(f"SQLite error: {type(exc).__name__}: {exc}") from exc
+        except (UnicodeError, OverflowError) as exc:
+            # A value sqlite3 cannot bind (a lone surrogate, an integer over 64 bits); its
+            # message may quote the value, so only the class is kept.
+            raise StoreError(f"SQLite cannot store a value: {type(exc).__name__}") from exc
 
     def stop(self) -> None:
         if self._thread.is_alive():
@@ -159,6 +163,11 @@ class SQLiteDriver(Driver):
 
     def decode_time(self, value: Any) -> datetime | None:
         return datetime.fromtimestamp(value, UTC) if value is not None else None
+
+    def rejects_row(self, exc: BaseException) -> bool:
+        """A value sqlite3 cannot bind, or one a constraint refuses."""
+        refused = (UnicodeError, OverflowError, sqlite3.DataError, sqlite3.IntegrityError)
+        return isinstance(exc, StoreError) and isinstance(exc.__cause__, refused)
 
     async def open(self) -> None:
         self._wakeup = asyncio.Event()
