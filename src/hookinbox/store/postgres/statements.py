@@ -100,24 +100,21 @@ LEFT JOIN payloads p ON p.delivery_id = c.delivery_id
 """
 )
 
-FINISH = Sql(
-    f"""
-WITH done AS (UPDATE jobs SET {FINISH_JOB} WHERE {LEASE_HELD} RETURNING id),
+
+def _closing_attempts(update_jobs: str) -> Sql:
+    """``update_jobs`` (an UPDATE of jobs) with the end of the attempts of the jobs it
+    changed, in one statement; answers how many jobs it changed."""
+    return Sql(
+        f"""
+WITH done AS ({update_jobs} RETURNING id),
 ended AS (
     UPDATE attempts a SET {END_ATTEMPT}
     FROM done WHERE a.job_id = done.id AND a.ended_at IS NULL
 )
 SELECT count(*) FROM done
 """
-)
+    )
 
-FAIL_EXHAUSTED = Sql(
-    f"""
-WITH dead AS (UPDATE jobs SET {EXHAUST_JOB} WHERE {LEASE_EXHAUSTED} RETURNING id),
-ended AS (
-    UPDATE attempts a SET {END_ATTEMPT}
-    FROM dead WHERE a.job_id = dead.id AND a.ended_at IS NULL
-)
-SELECT count(*) FROM dead
-"""
-)
+
+FINISH = _closing_attempts(f"UPDATE jobs SET {FINISH_JOB} WHERE {LEASE_HELD}")
+FAIL_EXHAUSTED = _closing_attempts(f"UPDATE jobs SET {EXHAUST_JOB} WHERE {LEASE_EXHAUSTED}")
