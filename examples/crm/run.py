@@ -115,7 +115,7 @@ async def wait_for(check: Callable[[], Any], what: str, timeout: float = 30) -> 
 
 
 async def job_of(store: Store, event_id: str) -> Any:
-    found = await store.get_delivery(event_id)
+    found = await store.journal.get_delivery(event_id)
     return found.jobs[0] if found is not None and found.jobs else None
 
 
@@ -203,7 +203,7 @@ async def scenario(
         )
         workers.start()
         job_2 = await wait_for(lambda: completed(store, "evt_crm_2"), "evt_crm_2 to complete")
-        effects = await store.list_effects([job_2.id])
+        effects = await store.effects.list_effects([job_2.id])
         say(
             f"   a new worker took the job after its lease (attempt {job_2.attempts}); the ledger "
             f"had the key started but not recorded, so find() asked the CRM and found "

@@ -88,7 +88,7 @@ async def main(database: str | None = None, say: Callable[[str], None] = print) 
             async def settled() -> list[Any]:
                 jobs = []
                 for event_id in ("evt_paid_1", "evt_broken"):
-                    found = await shop.inbox.store.get_delivery(event_id)
+                    found = await shop.inbox.store.journal.get_delivery(event_id)
                     if found is None or found.jobs[0].state not in ("completed", "failed"):
                         return []
                     jobs.append(found.jobs[0])

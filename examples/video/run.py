@@ -81,7 +81,7 @@ async def wait_for(check: Callable[[], Any], what: str, timeout: float = 20) -> 
 
 async def outcome_of(store: Store, event_id: str) -> str | None:
     """What the worker made of the event: ``applied``, a rejection code, or ``parked``."""
-    found = await store.get_delivery(event_id)
+    found = await store.journal.get_delivery(event_id)
     if found is None or not found.jobs:
         return None
     job = found.jobs[0]
@@ -176,7 +176,7 @@ async def scenario(
 
     final = {
         view.id: view.state
-        for view in [await store.get_resource(t.id) for t in (mine, theirs, early)]
+        for view in [await store.resources.get_resource(t.id) for t in (mine, theirs, early)]
         if view
     }
     log = await tasks.transitions(mine.id)

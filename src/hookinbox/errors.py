@@ -20,7 +20,8 @@ The tree::
     ├── PayloadTooLarge              payload_too_large  HTTP 413
     ├── SourcePaused                 source_paused      HTTP 503
     ├── StoreError                   store_error        HTTP 503, exit 3
-    │   └── StoreUnavailable         store_unavailable  HTTP 503, exit 3
+    │   ├── StoreUnavailable         store_unavailable  HTTP 503, exit 3
+    │   └── StoreRejectedRow         store_rejected_row HTTP 400, exit 3
     ├── NotFound                     not_found          HTTP 404, exit 4
     ├── OperationRefused             refused            HTTP 409, exit 5
     │   └── PayloadPurged            payload_purged     HTTP 409, exit 5
@@ -169,6 +170,15 @@ class StoreUnavailable(StoreError):
 
     code = "store_unavailable"
     http_status = 503
+    exit_code = 3
+
+
+class StoreRejectedRow(StoreError):
+    """The store refused a value of this delivery (the rest of its batch was kept)."""
+
+    code = "store_rejected_row"
+    #: The same request would be refused again: a retry cannot help.
+    http_status = 400
     exit_code = 3
 
 

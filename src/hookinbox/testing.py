@@ -253,7 +253,7 @@ class InboxTest:
         lease = self.config.worker.lease_seconds
         ran: list[str] = []
         while len(ran) < limit:
-            jobs = await self.store.claim_due_jobs(self._pool.name, 1, lease)
+            jobs = await self.store.queue.claim_due_jobs(self._pool.name, 1, lease)
             if jobs:
                 await self._pool.run_job(jobs[0])
                 if jobs[0].id not in ran:
@@ -262,12 +262,12 @@ class InboxTest:
             if time.monotonic() >= deadline or not await self._retry_waiting(ran):
                 break
             await asyncio.sleep(0.05)
-        found = [await self.store.get_job(job_id) for job_id in ran]
+        found = [await self.store.queue.get_job(job_id) for job_id in ran]
         return [job for job in found if job is not None]
 
     async def _retry_waiting(self, job_ids: list[str]) -> bool:
         for job_id in job_ids:
-            job = await self.store.get_job(job_id)
+            job = await self.store.queue.get_job(job_id)
             if job is not None and job.state == "accepted":
                 return True
         return False
@@ -284,7 +284,7 @@ class InboxTest:
     # -- reading back ----------------------------------------------------------------
     async def delivery(self, ref: str, source: str | None = None) -> DeliveryView | None:
         """The journal entry of an event id (or delivery id), with its jobs."""
-        return await self.store.get_delivery(ref, source)
+        return await self.store.journal.get_delivery(ref, source)
 
     async def job(self, job_id: str) -> JobDetail | None:
-        return await self.store.get_job(job_id)
+        return await self.store.queue.get_job(job_id)

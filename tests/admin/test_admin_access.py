@@ -84,7 +84,7 @@ async def test_a_post_without_the_csrf_token_changes_nothing(sqlite_url: str) ->
             f"{inbox.base_url}/admin/sources/test/pause", data={"reason": "x", "csrf": "bad"}
         )
         assert answer.status_code == 403
-        states = await inbox.store.list_source_states()
+        states = await inbox.store.sources.list_source_states()
         assert not any(state.paused for state in states)
 
 
@@ -104,7 +104,7 @@ async def test_viewing_a_payload_is_an_explicit_post_and_is_audited(sqlite_url: 
         body, headers = delivery("evt_secretive", note="PAYLOAD-MARKER")
         await client.post(inbox.url(), content=body, headers=headers)
         await login(client, inbox.base_url)
-        found = await inbox.store.get_delivery("evt_secretive")
+        found = await inbox.store.journal.get_delivery("evt_secretive")
         assert found is not None
         page = await client.get(f"{inbox.base_url}/admin/deliveries/{found.id}")
         assert page.status_code == 200
@@ -114,11 +114,11 @@ async def test_viewing_a_payload_is_an_explicit_post_and_is_audited(sqlite_url: 
             f"{inbox.base_url}/admin/deliveries/{found.id}/payload", data={"csrf": csrf}
         )
         assert shown.status_code == 200 and "PAYLOAD-MARKER" in shown.text
-        audit = await inbox.store.list_operator_actions(delivery_id=found.id)
+        audit = await inbox.store.audit.list_operator_actions(delivery_id=found.id)
         assert [(a.command, a.actor) for a in audit] == [("view-payload", "admin:tester")]
 
         async def failed() -> bool:
-            d = await inbox.store.get_delivery(found.id)
+            d = await inbox.store.journal.get_delivery(found.id)
             return d is not None and d.status == "failed"
 
         await wait_for(failed, 10, "the flaky handler to dead-letter")

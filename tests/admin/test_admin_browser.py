@@ -52,7 +52,7 @@ async def test_find_a_failed_delivery_fix_the_handler_retry_it_see_it_completed(
         )
 
         async def failed() -> bool:
-            found = await inbox.store.get_delivery("evt_broken")
+            found = await inbox.store.journal.get_delivery("evt_broken")
             return found is not None and found.status == "failed"
 
         await wait_for(failed, 15, "evt_broken to dead-letter")
@@ -110,7 +110,7 @@ async def test_find_a_failed_delivery_fix_the_handler_retry_it_see_it_completed(
         await wait_for(replayed, 15, "the replayed job to complete", step=0.3)
         await shoot(page, shots, "06-replayed")
 
-        audit = await inbox.store.list_operator_actions()
+        audit = await inbox.store.audit.list_operator_actions()
         assert {(a.command, a.actor) for a in audit} >= {
             ("view-payload", "admin:ana"),
             ("dlq-retry", "admin:ana"),
@@ -127,7 +127,7 @@ async def test_retry_selected_dead_letters_after_a_confirmation(
             await client.post(inbox.url(), content=body, headers=headers)
 
         async def all_failed() -> bool:
-            found = await inbox.store.list_dead_letters()
+            found = await inbox.store.queue.list_dead_letters()
             return len(found) == 3
 
         await wait_for(all_failed, 15, "three dead letters")
@@ -141,7 +141,7 @@ async def test_retry_selected_dead_letters_after_a_confirmation(
         assert "retried" in await page.inner_text("#flash")
 
         async def two_left() -> bool:
-            return len(await inbox.store.list_dead_letters()) == 2
+            return len(await inbox.store.queue.list_dead_letters()) == 2
 
         await wait_for(two_left, 15, "the one retried dead letter to complete")
         await page.click("text=Dead letters")
@@ -157,13 +157,15 @@ async def test_retry_selected_dead_letters_after_a_confirmation(
         await page.click("#retry-selected")
         assert "Retry 2 dead letters?" in await page.inner_text("h1")
         await shoot(page, shots, "03-confirm")
-        assert len(await inbox.store.list_dead_letters()) == 2  # nothing before the confirmation
+        assert (
+            len(await inbox.store.queue.list_dead_letters()) == 2
+        )  # nothing before the confirmation
         await page.click("#confirm")
         assert (await page.inner_text("#results")).count("requeued") == 2
         await shoot(page, shots, "04-retried")
 
         async def none_left() -> bool:
-            return not await inbox.store.list_dead_letters()
+            return not await inbox.store.queue.list_dead_letters()
 
         await wait_for(none_left, 15, "the retried jobs to complete")
         await page.close()
@@ -202,7 +204,7 @@ async def test_pause_and_resume_a_source(sqlite_url: str, browser: Any, shots: P
         await page.click("#run-reconcile")
         assert await page.locator("#reconciliation").count() == 1
         await shoot(page, shots, "03-resumed-and-reconciled")
-        audit = [(a.command, a.actor) for a in await inbox.store.list_operator_actions()]
+        audit = [(a.command, a.actor) for a in await inbox.store.audit.list_operator_actions()]
         assert ("pause", "admin:ana") in audit and ("resume", "admin:ana") in audit
         await page.close()
 

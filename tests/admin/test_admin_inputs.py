@@ -76,11 +76,11 @@ async def test_retry_selected_with_a_limit_of_superscript_two_is_a_400(sqlite_ur
         await login(client, inbox.base_url)
 
         async def dead() -> bool:
-            found = await inbox.store.get_delivery("evt_dead")
+            found = await inbox.store.journal.get_delivery("evt_dead")
             return found is not None and found.status == "failed"
 
         await wait_for(dead, 15, "the flaky handler to dead-letter")
-        found = await inbox.store.get_delivery("evt_dead")
+        found = await inbox.store.journal.get_delivery("evt_dead")
         assert found is not None
         page = await client.get(f"{inbox.base_url}/admin/dead-letters")
         form = {"csrf": csrf_of(page.text), "job_id": found.jobs[0].id}
@@ -100,7 +100,7 @@ async def test_pausing_with_a_control_character_in_the_reason_is_a_400(sqlite_ur
             data={"csrf": csrf_of(page.text), "reason": "maintenance\x00"},
         )
         assert answer.status_code == 400
-        assert not any(state.paused for state in await inbox.store.list_source_states())
+        assert not any(state.paused for state in await inbox.store.sources.list_source_states())
 
 
 @pytest.mark.parametrize("expiry", ["\u00b2", "9" * 400, "-1"])

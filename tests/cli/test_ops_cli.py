@@ -132,10 +132,10 @@ async def test_dead_letters_limits_dry_run_and_retry(config_file: Path, store: S
     assert ok_json(config_file, "dlq", "list")["count"] == 0
     # Nothing lost or duplicated: the same rows, every job waiting once more.
     assert await store.count_rows() == before
-    claimed = await store.claim_due_jobs("w", 10, 30)
+    claimed = await store.queue.claim_due_jobs("w", 10, 30)
     assert sorted(c.id for c in claimed) == sorted(failed)
     assert {c.trigger for c in claimed} == {"dlq-retry"}
-    audit = await store.list_operator_actions()
+    audit = await store.audit.list_operator_actions()
     assert [(a.actor, a.command) for a in audit] == [("cli:tester", "dlq-retry")] * 3
 
 
@@ -219,7 +219,7 @@ async def test_pause_reaches_a_running_receiver_within_seconds(
             answer = await client.post(inbox.url(), content=body, headers=headers)
             assert answer.status_code == 503 and answer.headers["retry-after"] == "5"
             assert answer.json() == {"error": "source_paused"}
-        assert await inbox.store.get_delivery("evt_paused") is None
+        assert await inbox.store.journal.get_delivery("evt_paused") is None
         listed = ok_json(config_file, "sources", "list")["sources"]
         assert listed[0]["paused"] and listed[0]["reason"] == "contract v2"
 
@@ -227,7 +227,7 @@ async def test_pause_reaches_a_running_receiver_within_seconds(
         await wait_for(lambda: receiver_sees(False), 5, "the receiver to see the resume")
         answer = await client.post(inbox.url(), content=body, headers=headers)
         assert answer.status_code == 200 and answer.json()["status"] == "accepted"
-        found = await inbox.store.get_delivery("evt_paused")
+        found = await inbox.store.journal.get_delivery("evt_paused")
         assert found is not None and found.delivery_count == 1
 
 
@@ -246,7 +246,7 @@ async def test_replay_makes_no_second_effect_unless_forced(
             delivery_id = await add_delivery(store, "evt_replay", actions=("crm",))
 
             async def completed() -> bool:
-                found = await store.get_delivery(delivery_id)
+                found = await store.journal.get_delivery(delivery_id)
                 return found is not None and found.status == "completed"
 
             await wait_for(completed, 20, "the worker to complete the job")
@@ -304,7 +304,7 @@ async def test_dlq_retry_after_the_external_system_recovers_makes_one_effect(
             await add_delivery(store, "evt_down", actions=("crm",), max_attempts=2)
 
             async def dead() -> bool:
-                return bool(await store.list_failed_jobs())
+                return bool(await store.queue.list_dead_letters(order="newest_failure"))
 
             await wait_for(dead, 20, "the job to be dead-lettered")
             (letter,) = ok_json(config, "dlq", "list")["dead_letters"]
@@ -315,7 +315,7 @@ async def test_dlq_retry_after_the_external_system_recovers_makes_one_effect(
             assert ok_json(config, "dlq", "retry", letter["job_id"])["requeued"] == 1
 
             async def completed() -> bool:
-                job = await store.get_job(letter["job_id"])
+                job = await store.queue.get_job(letter["job_id"])
                 return job is not None and job.state == "completed"
 
             await wait_for(completed, 20, "the retried job to complete")
@@ -345,7 +345,7 @@ async def test_replay_of_a_purged_payload_is_refused_and_says_why(
         refused(config_file, "replay", ref, code=5, says="payload_purged")
         refused(config_file, "replay", ref, "--dry-run", code=5, says="cannot be replayed")
     assert await store.count_rows() == before
-    assert await store.list_operator_actions() == []
+    assert await store.audit.list_operator_actions() == []
 
 
 async def test_resuming_an_unknown_source_is_refused(config_file: Path, store: Store) -> None:

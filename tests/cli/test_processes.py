@@ -46,7 +46,7 @@ async def test_two_server_processes_accept_an_event_once(db_url: str, tmp_path: 
     await store.open()
     try:
         counts = await store.count_rows()
-        found = await store.get_delivery("evt_many_processes")
+        found = await store.journal.get_delivery("evt_many_processes")
     finally:
         await store.close()
     assert counts["deliveries"] == 21

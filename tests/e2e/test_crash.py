@@ -54,11 +54,11 @@ async def test_worker_killed_mid_job_another_finishes_with_one_effect(
             finally:
                 doomed.stop()
                 survivor.stop()
-            found = await inbox.store.get_delivery("evt_crash")
+            found = await inbox.store.journal.get_delivery("evt_crash")
             assert found is not None
             (job,) = found.jobs
-            attempts = await inbox.store.list_attempts(job.id)
-            effect = await inbox.store.get_effect("crm-task:evt_crash:create")
+            attempts = await inbox.store.queue.list_attempts(job.id)
+            effect = await inbox.store.effects.get_effect("crm-task:evt_crash:create")
     assert external.count() == 1, survivor.output()[-3000:]
     assert job.attempts == 2
     assert [a.outcome for a in attempts] == ["lease_expired", "completed"]

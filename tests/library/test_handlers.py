@@ -51,7 +51,7 @@ async def test_a_payload_that_does_not_validate_is_dead_lettered_without_a_retry
     async with InboxTest(config, services={"ledger": ledger}, database=db_url) as box:
         await box.deliver("test", _invoice("evt_bad", amount_cents="twelve", customer=None))
         (job,) = await box.run_jobs(wait=1.0)
-        attempts = await box.store.list_attempts(job.id)
+        attempts = await box.store.queue.list_attempts(job.id)
     assert (job.state, job.last_error, job.attempts) == ("failed", "payload_invalid", 1)
     assert [a.outcome for a in attempts] == ["failed"]
     assert handlers.SEEN == [] and ledger.rows == {}

@@ -62,8 +62,8 @@ async def test_metrics_count_a_known_sequence_exactly(
         assert (await client.post(nowhere, content=body, headers=headers)).status_code == 404
 
         async def settled() -> bool:
-            found = await inbox.store.get_delivery("evt_fail")
-            done = [await inbox.store.get_delivery(f"evt_{n}") for n in (1, 2, 3)]
+            found = await inbox.store.journal.get_delivery("evt_fail")
+            done = [await inbox.store.journal.get_delivery(f"evt_{n}") for n in (1, 2, 3)]
             return (
                 found is not None
                 and found.status == "failed"

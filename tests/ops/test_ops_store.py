@@ -19,8 +19,7 @@ from hookinbox.errors import (
     PayloadPurged,
     UnknownSource,
 )
-from hookinbox.store import Store, sqlite_ops
-from hookinbox.store import sqlite as sqlite_store
+from hookinbox.store import Store
 from tests.support.inbox import make_config
 from tests.support.journal import add_delivery, settle_all
 from tests.support.waiting import wait_for
@@ -32,10 +31,6 @@ RESOURCE_CHECKS = {
     "outbox_unsent",
     "parked_past_deadline",
 }
-
-
-def test_sqlite_clock_expression_is_shared() -> None:
-    assert sqlite_ops.NOW == sqlite_store.NOW
 
 
 async def test_empty_store_reports_nothing(store: Store, db_url: str) -> None:
@@ -79,7 +74,7 @@ async def test_dead_letters_listed_retried_once_and_audited(store: Store, db_url
 
     one = await ops.dlq_retry(store, config, failed[0], actor=ACTOR)
     assert one.requeued == 1
-    job = await store.get_job(failed[0])
+    job = await store.queue.get_job(failed[0])
     assert job is not None and job.state == "accepted" and job.attempts == 0
     assert job.trigger == "dlq-retry"
     with pytest.raises(OperationRefused, match="accepted, not failed"):
@@ -91,9 +86,9 @@ async def test_dead_letters_listed_retried_once_and_audited(store: Store, db_url
     with pytest.raises(InvalidArgument):
         await ops.dlq_retry_all(store, config, limit=0, actor=ACTOR)
 
-    claimed = await store.claim_due_jobs("w", 10, 30)
+    claimed = await store.queue.claim_due_jobs("w", 10, 30)
     assert {c.trigger for c in claimed} == {"dlq-retry"} and len(claimed) == 2
-    actions = await store.list_operator_actions()
+    actions = await store.audit.list_operator_actions()
     assert [(a.command, a.actor) for a in actions] == [("dlq-retry", ACTOR)] * 2
 
 
@@ -104,9 +99,9 @@ async def test_a_purge_keeps_dead_letter_payloads_so_they_can_be_retried(
     await add_delivery(store, "evt_p")
     (job_id,) = await settle_all(store, "failed")
     await ops.purge(store, config, payloads_only=True, older_than=0)
-    assert (await store.get_job(job_id)).payload_retained  # type: ignore[union-attr]
+    assert (await store.queue.get_job(job_id)).payload_retained  # type: ignore[union-attr]
     assert (await ops.dlq_retry(store, config, job_id, actor=ACTOR)).requeued == 1
-    job = await store.get_job(job_id)
+    job = await store.queue.get_job(job_id)
     assert job is not None and (job.state, job.attempts) == ("accepted", 0)
 
 
@@ -143,9 +138,9 @@ async def test_dlq_retry_refuses_a_dead_letter_whose_payload_is_gone(
     assert [(i.outcome, (i.reason or "").split(":")[0]) for i in bulk.items] == [
         ("refused", "payload_purged")
     ]
-    job = await store.get_job(job_id)
+    job = await store.queue.get_job(job_id)
     assert job is not None and (job.state, job.attempts) == ("failed", 1)
-    assert await store.list_operator_actions() == []
+    assert await store.audit.list_operator_actions() == []
 
 
 async def test_purge_payloads_then_keys_never_dead_letters(store: Store, db_url: str) -> None:
@@ -175,7 +170,7 @@ async def test_purge_payloads_then_keys_never_dead_letters(store: Store, db_url:
     assert seen[-1] == ("payloads", 5, 5)
     rows = await store.count_rows()
     assert rows["payloads"] == 2 and rows["deliveries"] == 7
-    view = await store.get_delivery(done[0])
+    view = await store.journal.get_delivery(done[0])
     assert view is not None and not view.payload_retained
     with pytest.raises(OperationRefused, match="purged"):
         await ops.replay(store, config, done[0], actor=ACTOR)
@@ -218,7 +213,7 @@ async def test_pause_resume_and_the_receivers_view(store: Store, db_url: str) ->
     await ops.resume_source(store, config, "test", actor=ACTOR)
     await paused.refresh()
     assert not paused("test")
-    assert [a.command for a in await store.list_operator_actions()] == ["pause", "resume"]
+    assert [a.command for a in await store.audit.list_operator_actions()] == ["pause", "resume"]
 
 
 async def test_reconcile_finds_each_kind(store: Store, db_url: str) -> None:
@@ -234,12 +229,12 @@ async def test_reconcile_finds_each_kind(store: Store, db_url: str) -> None:
     await add_delivery(store, "evt_other_type", actions=(), event_type="billing.paid")
     stuck = await add_delivery(store, "evt_stuck")
     await asyncio.sleep(0.05)
-    claimed = await store.claim_due_jobs("w", 10, 0.01)
+    claimed = await store.queue.claim_due_jobs("w", 10, 0.01)
     by_delivery = {c.delivery_id: c for c in claimed}
-    await store.start_effect("crm-task:evt_accepted:create", by_delivery[stuck].id)
+    await store.effects.start_effect("crm-task:evt_accepted:create", by_delivery[stuck].id)
     for c in claimed:
         if c.delivery_id != stuck:
-            await store.fail_job(c.id, c.lease_token, "boom")
+            await store.queue.fail_job(c.id, c.lease_token, "boom")
     await asyncio.sleep(0.05)
     report = await ops.reconcile(store, config)
     # The pipeline's checks; tracked resources add theirs (tests/resources).
@@ -274,7 +269,7 @@ async def test_background_purge_of_serve_drops_completed_payloads(
     finally:
         stop.set()
         await asyncio.wait_for(loop, 5)
-    waiting = await store.get_delivery("evt_waiting")
+    waiting = await store.journal.get_delivery("evt_waiting")
     assert waiting is not None and waiting.payload_retained
     off = make_config(db_url, operations={"purge_interval": "off"})
     await asyncio.wait_for(ops.run_purge_loop(store, off, asyncio.Event()), 1)

@@ -39,7 +39,7 @@ async def test_a_forward_gets_the_raw_body_headers_and_the_jobs_stable_id(
                 inbox.url(), content=body, headers={**headers, "authorization": "Bearer x"}
             )
             await wait_for_status(inbox.store, "evt_fwd", "completed")
-            found = await inbox.store.get_delivery("evt_fwd")
+            found = await inbox.store.journal.get_delivery("evt_fwd")
     assert found is not None
     (request,) = target.requests
     sent = request["headers"]
@@ -63,9 +63,9 @@ async def test_a_non_2xx_answer_is_a_failed_attempt_retried_under_the_same_key(
         async with running_inbox(forward_config(db_url, target.url)) as inbox:
             await client.post(inbox.url(), content=body, headers=headers)
             await wait_for_status(inbox.store, "evt_503", "completed")
-            found = await inbox.store.get_delivery("evt_503")
+            found = await inbox.store.journal.get_delivery("evt_503")
             assert found is not None
-            history = await inbox.store.list_attempts(found.jobs[0].id)
+            history = await inbox.store.queue.list_attempts(found.jobs[0].id)
     assert [(a.outcome, a.error_code) for a in history] == [
         ("retry", "http_503"),
         ("completed", None),
@@ -85,7 +85,7 @@ async def test_timeouts_refusals_and_errors_end_in_dead_letters_with_their_code(
         async with running_inbox(forward_config(db_url, url)) as inbox:
             await client.post(inbox.url(), content=body, headers=headers)
             await wait_for_status(inbox.store, f"evt_{failure}", "failed")
-            found = await inbox.store.get_delivery(f"evt_{failure}")
+            found = await inbox.store.journal.get_delivery(f"evt_{failure}")
     assert found is not None
     assert (found.jobs[0].attempts, found.jobs[0].last_error) == (2, failure)
 

@@ -267,7 +267,7 @@ def _run(db_url: str) -> None:
             pending = set(accepted)
             while pending and time.monotonic() < deadline:
                 for delivery_id in sorted(pending):
-                    found = threaded.call(store.get_delivery(delivery_id))
+                    found = threaded.call(store.journal.get_delivery(delivery_id))
                     assert found is not None and found.status != "failed", delivery_id
                     if found.status == "completed":
                         pending.discard(delivery_id)

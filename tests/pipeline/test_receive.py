@@ -42,7 +42,7 @@ async def test_concurrent_duplicates_create_one_job_per_route_and_one_run(
         assert len({a.json()["delivery_id"] for a in answers}) == 1
 
         await wait_for_status(inbox.store, "evt_concurrent_50", "completed", 15)
-        found = await inbox.store.get_delivery("evt_concurrent_50")
+        found = await inbox.store.journal.get_delivery("evt_concurrent_50")
         assert found is not None
         assert found.delivery_count == 50
         assert sorted(job.action for job in found.jobs) == ["count", "sync"]
@@ -180,7 +180,7 @@ async def test_a_repeat_with_a_different_body_is_a_counted_conflict_not_a_new_jo
             "delivery_id": first.json()["delivery_id"],
             "conflict": True,
         }
-        found = await inbox.store.get_delivery("evt_c")
+        found = await inbox.store.journal.get_delivery("evt_c")
         assert found is not None
         assert (found.delivery_count, found.conflicts, len(found.jobs)) == (2, 1, 1)
 

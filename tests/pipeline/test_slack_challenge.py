@@ -52,4 +52,4 @@ async def test_url_verification_is_answered_with_the_challenge_and_never_queued(
 
         counts = await inbox.store.count_rows()
         assert (counts["deliveries"], counts["jobs"], counts["payloads"]) == (0, 0, 0)
-        assert await inbox.store.list_deliveries(limit=10) == []
+        assert await inbox.store.journal.list_deliveries(limit=10) == []

@@ -74,7 +74,7 @@ async def test_store_down_answers_503_and_the_same_delivery_is_accepted_after(
         assert answer.json()["status"] == "accepted"
         again = await client.post(inbox.url(), content=during, headers=during_headers)
         assert again.json()["status"] == "duplicate"
-        found = await inbox.store.get_delivery("evt_during")
+        found = await inbox.store.journal.get_delivery("evt_during")
         counts = await inbox.store.count_rows()
     assert found is not None
     assert found.delivery_count == 2  # the refused attempts wrote nothing

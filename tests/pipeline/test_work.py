@@ -29,11 +29,11 @@ async def test_a_failing_handler_is_retried_with_backoff_then_dead_lettered(
         assert answer.json()["status"] == "accepted"
 
         await wait_for_status(inbox.store, "evt_fails", "failed", 20)
-        found = await inbox.store.get_delivery("evt_fails")
+        found = await inbox.store.journal.get_delivery("evt_fails")
         assert found is not None
         (job,) = found.jobs
         assert (job.state, job.attempts, job.last_error) == ("failed", 3, "crm_unavailable")
-        attempts = await inbox.store.list_attempts(job.id)
+        attempts = await inbox.store.queue.list_attempts(job.id)
         await asyncio.sleep(1.0)  # no fourth attempt comes
         assert handlers.CALLS["evt_fails"] == 3
     assert [a.outcome for a in attempts] == ["retry", "retry", "failed"]
@@ -60,7 +60,7 @@ async def test_a_failed_job_is_never_marked_completed_and_keeps_its_payload(
         await client.post(inbox.url(), content=body, headers=headers)
 
         await wait_for_status(inbox.store, "evt_once", "failed", 10)
-        found = await inbox.store.get_delivery("evt_once")
+        found = await inbox.store.journal.get_delivery("evt_once")
     assert found is not None
     assert found.payload_retained
     assert found.jobs[0].state == "failed"
@@ -81,8 +81,8 @@ async def test_a_sync_handler_uses_the_ledger_and_its_result_becomes_the_busines
         await client.post(inbox.url(), content=body, headers=headers)
 
         await wait_for_status(inbox.store, "evt_sync", "completed", 10)
-        found = await inbox.store.get_delivery("evt_sync")
-        effect = await inbox.store.get_effect("sync:evt_sync")
+        found = await inbox.store.journal.get_delivery("evt_sync")
+        effect = await inbox.store.effects.get_effect("sync:evt_sync")
     assert found is not None and effect is not None
     assert found.jobs[0].business_id == "sync-sync:evt_sync"
     assert effect.state == "recorded"
@@ -113,10 +113,10 @@ async def test_two_jobs_sharing_a_business_key_make_the_effect_once(
             return {"evt_call_a", "evt_call_b"} <= handlers.FINISHED
 
         await wait_for(both_done, 20, "both jobs to finish")
-        views = [await inbox.store.get_delivery(e) for e in ("evt_call_a", "evt_call_b")]
+        views = [await inbox.store.journal.get_delivery(e) for e in ("evt_call_a", "evt_call_b")]
         jobs = [v.jobs[0] for v in views if v is not None]
         waited = max(jobs, key=lambda job: job.attempts)
-        history = await inbox.store.list_attempts(waited.id)
+        history = await inbox.store.queue.list_attempts(waited.id)
     assert handlers.CALLS["analysis:call-analysis:c-1:v2"] == 1
     assert [job.state for job in jobs] == ["completed", "completed"]
     assert {job.business_id for job in jobs} == {"analysis-c-1"}
@@ -141,7 +141,7 @@ async def test_a_hung_handler_is_abandoned_at_the_job_timeout_and_dead_lettered(
         await client.post(inbox.url(), content=body, headers=headers)
 
         await wait_for_status(inbox.store, "evt_hangs", "failed", 15)
-        found = await inbox.store.get_delivery("evt_hangs")
+        found = await inbox.store.journal.get_delivery("evt_hangs")
     assert found is not None
     assert (found.jobs[0].attempts, found.jobs[0].last_error) == (2, "job_timeout")
     assert handlers.CALLS["evt_hangs"] == 2
@@ -161,7 +161,7 @@ async def test_an_effect_result_that_is_not_json_is_still_recorded_so_it_is_made
         await client.post(inbox.url(), content=body, headers=headers)
 
         await wait_for_status(inbox.store, "evt_odd", "completed", 10)
-        effect = await inbox.store.get_effect("odd:evt_odd")
+        effect = await inbox.store.effects.get_effect("odd:evt_odd")
     assert effect is not None
     assert (effect.state, effect.result) == ("recorded", {"unrecorded": "not_json"})
     assert handlers.CALLS["made:odd:evt_odd"] == 1

@@ -124,13 +124,13 @@ async def ready_outbox_row(store: Any, ref: str, *, event_id: str | None = None)
     from hookinbox.store import ParkPolicy, ResourceEvent
     from tests.support.journal import add_delivery
 
-    resource = await store.create_resource(
+    resource = await store.resources.create_resource(
         new_resource_id(), "video", tenant="acme", owner="u", state="submitted", provider_ref=ref
     )
     delivery_id = await add_delivery(
         store, event_id or f"evt_{ref}", actions=("video",), event_type="video.ready"
     )
-    (job,) = [j for j in await store.claim_due_jobs("test-worker", 100, 30)]
+    (job,) = [j for j in await store.queue.claim_due_jobs("test-worker", 100, 30)]
     assert job.delivery_id == delivery_id
     event = ResourceEvent(
         kind="video",
@@ -143,7 +143,7 @@ async def ready_outbox_row(store: Any, ref: str, *, event_id: str | None = None)
         delivery_id=delivery_id,
         job_id=job.id,
     )
-    outcome = await store.apply_resource_event(
+    outcome = await store.resources.apply_resource_event(
         job.id, job.lease_token, "test", event, VIDEO, ParkPolicy()
     )
     assert outcome.outbox_keys == (f"video-ready:{resource.id}",)

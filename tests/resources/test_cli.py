@@ -75,7 +75,7 @@ async def test_replay_outbox_resends_the_existing_row_without_touching_the_resou
             await client.post(inbox.url(), content=body, headers=headers)
 
             async def sent() -> bool:
-                row = await inbox.store.get_outbox(key)
+                row = await inbox.store.outbox.get_outbox(key)
                 return row is not None and row.state == "sent"
 
             await wait_for(sent, 10, "the notification")
@@ -84,7 +84,7 @@ async def test_replay_outbox_resends_the_existing_row_without_touching_the_resou
             replayed = hookinbox(config_file, "replay", "--outbox", key)
             assert replayed.returncode == 0, replayed.stderr
             await wait_for(lambda: _requests(notify, 2), 10, "the notification again")
-            resource = await inbox.store.get_resource(task.id)
+            resource = await inbox.store.resources.get_resource(task.id)
             log = await inbox.inbox.resources.transitions(task.id)
             shown = json.loads(hookinbox(config_file, "outbox", "show", key, "--json").stdout)
     assert notify.keys() == {key: 2} and notify.handled == {key: 1}  # same key both times

@@ -55,11 +55,11 @@ async def test_200_events_for_20_resources_in_random_order(
             assert {a.status_code for a in answers} == {200}
 
             async def all_done() -> bool:
-                rows = await inbox.store.list_deliveries(limit=1000)
+                rows = await inbox.store.journal.list_deliveries(limit=1000)
                 return len(rows) == 200 and all(r.status == "completed" for r in rows)
 
             await wait_for(all_done, 60, "every job")
-            views = {t.id: await inbox.store.get_resource(t.id) for t in tasks}
+            views = {t.id: await inbox.store.resources.get_resource(t.id) for t in tasks}
             logs = {t.id: await inbox.inbox.resources.transitions(t.id) for t in tasks}
             terminal = {
                 rid for rid, v in views.items() if v is not None and v.state in VIDEO.terminal
@@ -70,7 +70,7 @@ async def test_200_events_for_20_resources_in_random_order(
 
             await wait_for(notified, 30, "one notification per terminal task")
             await asyncio.sleep(0.3)
-            counts = await inbox.store.transition_counts()
+            counts = await inbox.store.resources.transition_counts()
 
     got_terminal_event = {tasks[n].id for _, status, n in events if status in ("ready", "failed")}
     assert terminal == got_terminal_event

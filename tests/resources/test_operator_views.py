@@ -86,8 +86,8 @@ async def test_the_trace_of_a_delivery_shows_its_transitions_and_outbox_rows(
                 await client.post(inbox.url(), content=body, headers=headers)
 
             async def settled() -> bool:
-                done = [await inbox.store.get_delivery(e) for e in ("evt_late", "evt_evil")]
-                row = await inbox.store.get_outbox(key)
+                done = [await inbox.store.journal.get_delivery(e) for e in ("evt_late", "evt_evil")]
+                row = await inbox.store.outbox.get_outbox(key)
                 finished = all(d and d.status == "completed" for d in done)
                 return bool(finished and row and row.state == "sent")
 
@@ -136,7 +136,7 @@ async def _claimed(store: Store, *event_ids: str) -> dict[str, tuple[str, str, s
         await add_delivery(store, e, actions=("video",), event_type="video.ready"): e
         for e in event_ids
     }
-    claimed = await store.claim_due_jobs("test-worker", 100, 30)
+    claimed = await store.queue.claim_due_jobs("test-worker", 100, 30)
     return {ids[c.delivery_id]: (c.delivery_id, c.id, c.lease_token) for c in claimed}
 
 
@@ -148,13 +148,13 @@ async def test_reconcile_finds_each_resource_situation(store: Store, db_url: str
     } == dict.fromkeys(RESOURCE_CHECKS, 0)
 
     # Moved to a terminal state by hand, not by a delivery.
-    by_hand = await store.create_resource(
+    by_hand = await store.resources.create_resource(
         new_resource_id(), "video", tenant="acme", owner="u", state="ready"
     )
-    quiet = await store.create_resource(
+    quiet = await store.resources.create_resource(
         new_resource_id(), "video", tenant="acme", owner="u", state="submitted", provider_ref="p-q"
     )
-    loud = await store.create_resource(
+    loud = await store.resources.create_resource(
         new_resource_id(), "video", tenant="acme", owner="u", state="submitted", provider_ref="p-l"
     )
     jobs = await _claimed(store, "evt_quiet", "evt_loud", "evt_early")
@@ -179,7 +179,7 @@ async def test_reconcile_finds_each_resource_situation(store: Store, db_url: str
             delivery_id=delivery_id,
             job_id=job_id,
         )
-        await store.apply_resource_event(job_id, token, "test", event, machine, park)
+        await store.resources.apply_resource_event(job_id, token, "test", event, machine, park)
     await asyncio.sleep(0.1)
 
     report = await ops.reconcile(store, config, checks=VIEWS.checks)

@@ -47,7 +47,7 @@ async def relay_until(relay: OutboxRelay, store: Store, key: str, state: str) ->
     """Run the relay's turns until the row is in ``state`` (at most 10 s)."""
     for _ in range(200):
         await relay.relay_once()
-        row = await store.get_outbox(key)
+        row = await store.outbox.get_outbox(key)
         if row is not None and row.state == state:
             return row
         await asyncio.sleep(0.05)
@@ -56,12 +56,12 @@ async def relay_until(relay: OutboxRelay, store: Store, key: str, state: str) ->
 
 async def test_a_refused_send_backs_off_then_is_sent_once(store: Store) -> None:
     key = await ready_outbox_row(store, "prov-1")
-    assert (await store.read_store_gauges()).outbox_unsent == {"test": 1}
+    assert (await store.reads.read_store_gauges()).outbox_unsent == {"test": 1}
     with NotifyService() as notify:
         notify.status = 503
         sender = relay(store, forward=notify.url, backoff_base_seconds=1, backoff_max_seconds=1)
         assert await sender.relay_once() == 1
-        row = await store.get_outbox(key)
+        row = await store.outbox.get_outbox(key)
         assert row is not None and (row.state, row.attempts, row.last_error) == (
             "pending",
             1,
@@ -87,7 +87,7 @@ async def test_a_row_is_dead_lettered_after_max_attempts_then_retried_once(
         failed = await relay_until(sender, store, key, "failed")
         assert (failed.attempts, failed.last_error) == (3, "http_500")
         assert failed.failed_at is not None
-        gauges = await store.read_store_gauges()  # hookinbox_outbox_failed, not _unsent
+        gauges = await store.reads.read_store_gauges()  # hookinbox_outbox_failed, not _unsent
         assert (gauges.outbox_failed, gauges.outbox_unsent) == ({"test": 1}, {})
         await asyncio.sleep(0.2)
         assert await sender.relay_once() == 0  # a dead letter is not sent again by itself
@@ -101,10 +101,10 @@ async def test_a_row_is_dead_lettered_after_max_attempts_then_retried_once(
         await asyncio.sleep(0.2)
         assert await sender.relay_once() == 0
     assert sent.attempts == 1  # the retry starts a fresh budget
-    gauges = await store.read_store_gauges()
+    gauges = await store.reads.read_store_gauges()
     assert (gauges.outbox_failed, gauges.outbox_unsent) == ({}, {})
     assert len(notify.requests) == 4 and notify.handled == {key: 1}
-    (audit,) = await store.list_operator_actions()
+    (audit,) = await store.audit.list_operator_actions()
     assert (audit.actor, audit.command, audit.detail) == (
         "cli:test-operator",
         "outbox-retry",
@@ -128,7 +128,7 @@ async def test_resend_and_replay_of_a_notification_are_audited_on_its_delivery(
         ("cli:test-operator", "outbox-resend", f"outbox {key}"),
         ("cli:test-operator", "replay-outbox", f"outbox {key}"),
     ]
-    row = await store.get_outbox(key)
+    row = await store.outbox.get_outbox(key)
     assert row is not None and (row.state, row.attempts) == ("pending", 0)
 
 
@@ -139,12 +139,12 @@ async def test_the_python_callable_sender_gets_the_key_and_its_errors_are_retrie
     key = await ready_outbox_row(store, "prov-1")
     refusing = relay(store, handler="tests.resources.support:refuse_message", max_attempts=2)
     assert await refusing.relay_once() == 1
-    row = await store.get_outbox(key)
+    row = await store.outbox.get_outbox(key)
     assert row is not None and (row.state, row.last_error) == ("pending", "ConnectionRefusedError")
     failed = await relay_until(refusing, store, key, "failed")
     assert failed.attempts == 2
 
-    await store.requeue_outbox(key, only_failed=True)
+    await store.outbox.requeue_outbox(key, only_failed=True)
     recording = relay(store, handler="tests.resources.support:record_message")
     await relay_until(recording, store, key, "sent")
     (message,) = support.RECEIVED
@@ -158,7 +158,7 @@ async def test_a_hanging_callable_is_bounded_by_the_timeout(store: Store) -> Non
     started = asyncio.get_running_loop().time()
     assert await hanging.relay_once() == 1
     assert asyncio.get_running_loop().time() - started < 2
-    row = await store.get_outbox(key)
+    row = await store.outbox.get_outbox(key)
     assert row is not None and (row.state, row.last_error) == ("pending", "timeout")
 
 
@@ -170,8 +170,8 @@ async def test_a_slow_send_keeps_its_lease_so_no_second_relay_sends_it(store: St
     )
     sending = asyncio.create_task(slow.relay_once())
     await asyncio.sleep(1.4)  # past the first lease: renewed meanwhile
-    assert await store.claim_outbox("another-relay", 10, 1, 10) == []
+    assert await store.outbox.claim_outbox("another-relay", 10, 1, 10) == []
     assert await sending == 1
-    row = await store.get_outbox(key)
+    row = await store.outbox.get_outbox(key)
     assert row is not None and (row.state, row.attempts) == ("sent", 1)
     assert [m.key for m in support.RECEIVED] == [key]

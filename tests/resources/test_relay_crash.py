@@ -70,20 +70,20 @@ async def test_relay_killed_mid_send_sends_once_by_key_after_restart(
             try:
                 wait_until(lambda: len(notify.requests) == 1, 30, "the relay to start sending")
                 doomed.kill()  # mid-send: the service has the request, the row is not marked
-                row = await inbox.store.get_outbox(key)
+                row = await inbox.store.outbox.get_outbox(key)
                 assert row is not None and row.state == "sending"
                 survivor.start()
 
                 async def sent() -> bool:
-                    row = await inbox.store.get_outbox(key)
+                    row = await inbox.store.outbox.get_outbox(key)
                     return row is not None and row.state == "sent"
 
                 await wait_for(sent, 30, "the restarted relay to send")
             finally:
                 doomed.stop()
                 survivor.stop()
-            row = await inbox.store.get_outbox(key)
-            resource = await inbox.store.get_resource(task.id)
+            row = await inbox.store.outbox.get_outbox(key)
+            resource = await inbox.store.resources.get_resource(task.id)
     assert row is not None and row.attempts == 2
     assert notify.keys() == {key: 2}  # sent again after the crash, under the same key
     assert notify.handled == {key: 1}  # and acted on once

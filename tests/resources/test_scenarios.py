@@ -21,14 +21,14 @@ def _config(db_url: str, notify: NotifyService, **route: Any) -> Any:
 
 
 async def _job_of(store: Store, event_id: str) -> Any:
-    found = await store.get_delivery(event_id)
+    found = await store.journal.get_delivery(event_id)
     assert found is not None
     (job,) = found.jobs
     return job
 
 
 async def _settled(store: Store, event_id: str) -> bool:
-    found = await store.get_delivery(event_id)
+    found = await store.journal.get_delivery(event_id)
     return found is not None and found.status in ("completed", "failed")
 
 
@@ -48,14 +48,14 @@ async def test_the_same_delivery_twice_at_once_gives_one_transition_and_one_noti
             await wait_for(lambda: _settled(inbox.store, "evt_ready"), 10, "the job")
 
             async def sent() -> bool:
-                row = await inbox.store.get_outbox(f"video-ready:{task.id}")
+                row = await inbox.store.outbox.get_outbox(f"video-ready:{task.id}")
                 return row is not None and row.state == "sent"
 
             await wait_for(sent, 10, "the notification")
             await asyncio.sleep(0.3)  # nothing more comes
-            resource = await inbox.store.get_resource(task.id)
+            resource = await inbox.store.resources.get_resource(task.id)
             log = await inbox.inbox.resources.transitions(task.id)
-            outbox = await inbox.store.list_outbox()
+            outbox = await inbox.store.outbox.list_outbox()
     assert resource is not None and (resource.state, resource.version) == ("ready", 2)
     assert [(t.outcome, t.to_state) for t in log if t.outcome == "applied"] == [
         ("applied", "ready")
@@ -79,9 +79,9 @@ async def test_a_bad_signature_is_refused_and_touches_nothing(
             answer = await client.post(inbox.url(), content=body, headers=headers)
             assert (answer.status_code, answer.json()) == (400, {"error": "invalid_signature"})
             await asyncio.sleep(0.3)
-            resource = await inbox.store.get_resource(task.id)
+            resource = await inbox.store.resources.get_resource(task.id)
             counts = await inbox.store.count_rows()
-            outbox = await inbox.store.list_outbox()
+            outbox = await inbox.store.outbox.list_outbox()
     assert resource is not None and resource.state == "submitted"
     assert counts["deliveries"] == 0 and outbox == [] and notify.requests == []
 
@@ -106,10 +106,10 @@ async def test_an_event_pointing_at_another_tenants_task_is_rejected_without_lea
                 await wait_for(lambda: _settled(inbox.store, "evt_owner"), 10, "the job")
             job = await _job_of(inbox.store, "evt_cross")
             owner_job = await _job_of(inbox.store, "evt_owner")
-            resource = await inbox.store.get_resource(theirs.id)
+            resource = await inbox.store.resources.get_resource(theirs.id)
             log = await inbox.inbox.resources.transitions(theirs.id)
-            counts = await inbox.store.transition_counts()
-            outbox = await inbox.store.list_outbox()
+            counts = await inbox.store.resources.transition_counts()
+            outbox = await inbox.store.outbox.list_outbox()
     assert answer.text.find(theirs.id) == -1
     assert (job.state, job.last_error, job.business_id) == ("completed", "tenant_mismatch", None)
     assert (owner_job.state, owner_job.last_error) == ("completed", "owner_mismatch")
@@ -143,8 +143,8 @@ async def test_a_late_processing_after_ready_is_rejected_and_recorded(
             await client.post(inbox.url(), content=body, headers=headers)
             await wait_for(lambda: _settled(inbox.store, "evt_late"), 10, "the late job")
             late = await _job_of(inbox.store, "evt_late")
-            attempts = await inbox.store.list_attempts(late.id)
-            resource = await inbox.store.get_resource(task.id)
+            attempts = await inbox.store.queue.list_attempts(late.id)
+            resource = await inbox.store.resources.get_resource(task.id)
             log = await inbox.inbox.resources.transitions(task.id)
             await wait_for(lambda: _notified(notify, 1), 10, "the notification")
     assert resource is not None and resource.state == "ready"
@@ -177,7 +177,7 @@ async def test_ready_before_processing_ends_ready_with_one_notification(
                 await client.post(inbox.url(), content=body, headers=headers)
                 await wait_for(lambda e=event_id: _settled(inbox.store, e), 10, "the job")
             await wait_for(lambda: _notified(notify, 1), 10, "the notification")
-            resource = await inbox.store.get_resource(task.id)
+            resource = await inbox.store.resources.get_resource(task.id)
             log = await inbox.inbox.resources.transitions(task.id)
     assert resource is not None and resource.state == "ready"
     assert [(t.to_state, t.outcome, t.reason) for t in log[1:]] == [
@@ -211,9 +211,9 @@ async def test_an_early_event_is_parked_then_applied_when_the_reference_arrives(
             await inbox.inbox.resources.attach_ref(task.id, "prov-late")
             await wait_for(lambda: _settled(inbox.store, "evt_early"), 3, "the parked event")
             job = await _job_of(inbox.store, "evt_early")
-            resource = await inbox.store.get_resource(task.id)
-            other = await inbox.store.get_resource(decoy.id)
-            attempts = await inbox.store.list_attempts(job.id)
+            resource = await inbox.store.resources.get_resource(task.id)
+            other = await inbox.store.resources.get_resource(decoy.id)
+            attempts = await inbox.store.queue.list_attempts(job.id)
             await wait_for(lambda: _notified(notify, 1), 10, "the notification")
     assert (job.state, job.business_id) == ("completed", task.id)
     assert [a.outcome for a in attempts] == ["parked", "completed"]

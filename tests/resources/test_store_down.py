@@ -34,17 +34,17 @@ async def test_store_down_answers_503_and_applies_nothing_then_applies_once(
                     assert answer.headers["retry-after"].isdigit()
             finally:
                 switch.restore()  # type: ignore[attr-defined]
-            untouched = await inbox.store.get_resource(task.id)
+            untouched = await inbox.store.resources.get_resource(task.id)
             assert untouched is not None and untouched.state == "submitted"
-            assert await inbox.store.list_outbox() == []
+            assert await inbox.store.outbox.list_outbox() == []
             assert (await inbox.store.count_rows())["deliveries"] == 0
 
             answer = await client.post(inbox.url(), content=body, headers=headers)
             assert answer.json()["status"] == "accepted"
             # Durable at the 2xx: no worker had to run for this.
-            applied = await inbox.store.get_resource(task.id)
-            rows = await inbox.store.list_outbox()
-            found = await inbox.store.get_delivery("evt_ready")
+            applied = await inbox.store.resources.get_resource(task.id)
+            rows = await inbox.store.outbox.list_outbox()
+            found = await inbox.store.journal.get_delivery("evt_ready")
             again = await client.post(inbox.url(), content=body, headers=headers)
             assert again.json()["status"] == "duplicate"
 

@@ -49,15 +49,15 @@ async def test_a_provider_reference_belongs_to_one_resource_of_a_kind(store: Sto
         await resources.attach_ref(holder.id, "p-other")  # it has one already
     with pytest.raises(NotFound):
         await resources.attach_ref("res_missing", "p-3")
-    again = await store.get_resource(other.id)
+    again = await store.resources.get_resource(other.id)
     assert again is not None and again.provider_ref is None
     assert (await store.count_rows())["deliveries"] == 0
 
 
 async def test_outbox_rows_requeue_and_not_found(store: Store) -> None:
     with pytest.raises(NotFound):
-        await store.requeue_outbox("video-ready:res_nope", only_failed=False)
-    assert await store.get_outbox("video-ready:res_nope") is None
-    assert await store.list_outbox() == []
-    assert await store.claim_outbox("relay", 10, 5, 3) == []
-    assert await store.transition_counts() == {}
+        await store.outbox.requeue_outbox("video-ready:res_nope", only_failed=False)
+    assert await store.outbox.get_outbox("video-ready:res_nope") is None
+    assert await store.outbox.list_outbox() == []
+    assert await store.outbox.claim_outbox("relay", 10, 5, 3) == []
+    assert await store.resources.transition_counts() == {}

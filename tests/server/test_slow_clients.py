@@ -96,7 +96,7 @@ async def test_a_body_trickling_is_closed_after_its_deadline_and_nothing_is_stor
         await asyncio.sleep(0.2)
         health = await client.get(f"{server.base_url}/healthz")
         outcomes = await asyncio.gather(*trickles)
-        stored = await server.inbox.store.get_delivery("evt_trickled_body")
+        stored = await server.inbox.store.journal.get_delivery("evt_trickled_body")
     assert health.status_code == 200
     for outcome in outcomes:
         assert outcome.status == 408

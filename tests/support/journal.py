@@ -25,7 +25,7 @@ async def add_delivery(
     """A reserved delivery with one accepted job per action; returns the delivery id."""
     delivery_id = new_delivery_id()
     body = json.dumps({"id": event_id, "type": event_type, "data": {}}).encode()
-    (answer,) = await store.reserve_deliveries(
+    (answer,) = await store.journal.reserve_deliveries(
         [
             NewDelivery(
                 id=delivery_id,
@@ -47,10 +47,10 @@ async def add_delivery(
 async def settle_all(store: Store, state: str, *, error: str = "crm_unavailable") -> list[str]:
     """Claim every due job and complete or dead-letter it; returns the job ids."""
     done = []
-    for job in await store.claim_due_jobs("test-worker", 1000, 30):
+    for job in await store.queue.claim_due_jobs("test-worker", 1000, 30):
         if state == "completed":
-            assert await store.complete_job(job.id, job.lease_token, f"biz-{job.id}")
+            assert await store.queue.complete_job(job.id, job.lease_token, f"biz-{job.id}")
         else:
-            assert await store.fail_job(job.id, job.lease_token, error)
+            assert await store.queue.fail_job(job.id, job.lease_token, error)
         done.append(job.id)
     return done

@@ -23,7 +23,7 @@ async def wait_for_status(store: Store, ref: str, status: str, timeout: float = 
     """Await until the delivery ``ref`` (event or delivery id) has ``status``."""
 
     async def reached() -> bool:
-        found = await store.get_delivery(ref)
+        found = await store.journal.get_delivery(ref)
         return found is not None and found.status == status
 
     await wait_for(reached, timeout, f"{ref} to be {status}")

@@ -39,7 +39,7 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 MAX_TEXT = 200
 
 
-def parse_time(value: str | None) -> float | None:
+def parse_time(value: str | None) -> datetime | None:
     """``2026-01-31T12:00`` (UTC, as an HTML datetime-local input sends it) or unix seconds
     (ASCII digits), from 1970 to the year 9999; anything else is an InvalidArgument (400)."""
     if not value:
@@ -58,7 +58,7 @@ def parse_time(value: str | None) -> float | None:
             raise InvalidArgument(f"not a time: {value[:40]!r}") from None
     if not 0 <= seconds <= _LAST_SECOND:
         raise InvalidArgument("a time before 1970 or after the year 9999")
-    return seconds
+    return datetime.fromtimestamp(seconds, UTC)
 
 
 def form_int(value: object, default: int, *, what: str = "number") -> int:

@@ -50,7 +50,7 @@ def deliveries_list(
 
     async def go() -> list[DeliveryView]:
         async with opened_store(config) as store:
-            return await store.list_deliveries(
+            return await store.journal.list_deliveries(
                 status=status, source=source, limit=limit, before=before
             )
 
@@ -84,7 +84,7 @@ def deliveries_show(config_path: str | None, ref: str, source: str | None, as_js
 
     async def go() -> DeliveryView | None:
         async with opened_store(config) as store:
-            return await store.get_delivery(ref, source)
+            return await store.journal.get_delivery(ref, source)
 
     found = run(go())
     if found is None:

@@ -65,7 +65,7 @@ def outbox_list(
 
     async def go() -> list[OutboxView]:
         async with opened_store(config) as store:
-            return await store.list_outbox(state=state, kind=kind, limit=limit)
+            return await store.outbox.list_outbox(state=state, kind=kind, limit=limit)
 
     _print_outbox(run(go()), as_json)
 
@@ -81,7 +81,7 @@ def outbox_show(config_path: str | None, key: str, as_json: bool) -> None:
 
     async def go() -> OutboxView | None:
         async with opened_store(config) as store:
-            return await store.get_outbox(key)
+            return await store.outbox.get_outbox(key)
 
     row = run(go())
     if row is None:

@@ -103,10 +103,10 @@ def resources_show(config_path: str | None, resource_id: str, as_json: bool) -> 
 
     async def go() -> tuple[ResourceView, list[dict[str, Any]]]:
         async with opened_store(config) as store:
-            view = await store.get_resource(resource_id)
+            view = await store.resources.get_resource(resource_id)
             if view is None:
                 raise NotFound(f"no resource {resource_id!r}")
-            log = await store.list_transitions(resource_id)
+            log = await store.resources.list_transitions(resource_id)
             return view, [t.as_json() for t in log]
 
     view, log = run(go())
@@ -131,7 +131,7 @@ def resources_list(
 
     async def go() -> list[ResourceView]:
         async with opened_store(config) as store:
-            return await store.list_resources(
+            return await store.resources.list_resources(
                 kind=kind, tenant=tenant, state=state, limit=limit, before=before
             )
 

@@ -58,8 +58,8 @@ class StoreGauges(Collector):
             if time.monotonic() - self._read_at < self._min_interval:
                 return
             try:
-                self._readings = await asyncio.wait_for(store.read_store_gauges(), timeout)
-                self._reasons = await asyncio.wait_for(store.dead_letter_reasons(), timeout)
+                self._readings = await asyncio.wait_for(store.reads.read_store_gauges(), timeout)
+                self._reasons = await asyncio.wait_for(store.reads.dead_letter_reasons(), timeout)
                 self._up = 1
             except (HookinboxError, TimeoutError) as exc:
                 self._up = 0

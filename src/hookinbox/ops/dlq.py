@@ -91,7 +91,9 @@ async def dlq_list(
     """Failed jobs, newest failure first."""
     if limit < 1:
         raise InvalidArgument("--limit must be at least 1")
-    jobs = await store.list_failed_jobs(source=source, since=since, limit=limit)
+    jobs = await store.queue.list_dead_letters(
+        order="newest_failure", source=source, since=since, limit=limit
+    )
     return DeadLetterList(jobs, config.operations.dlq_review_days)
 
 
@@ -99,7 +101,7 @@ async def dlq_retry(
     store: Store, config: Config, job_id: str, *, actor: str, dry_run: bool = False
 ) -> RetryReport:
     """Retry one dead letter. Refuses a job that is not failed or cannot run again."""
-    job = await store.get_job(job_id)
+    job = await store.queue.get_job(job_id)
     if job is None:
         raise NotFound(f"no job with id {job_id!r}")
     if job.state != "failed":
@@ -133,7 +135,7 @@ async def dlq_retry_all(
     """Retry up to ``limit`` dead letters, oldest failure first."""
     if not 1 <= limit <= MAX_BULK:
         raise InvalidArgument(f"--limit must be between 1 and {MAX_BULK}")
-    jobs = await store.list_failed_jobs(source=source, limit=limit, oldest_first=True)
+    jobs = await store.queue.list_dead_letters(source=source, limit=limit, order="oldest_failure")
     return await _requeue(store, config, jobs, actor=actor, dry_run=dry_run)
 
 
@@ -151,7 +153,7 @@ async def _requeue(
     moved: set[str] = set()
     if runnable and not dry_run:
         moved = set(
-            await store.requeue_jobs(
+            await store.queue.requeue_jobs(
                 [job.id for job in runnable],
                 from_states=("failed",),
                 trigger=Trigger.DLQ_RETRY,

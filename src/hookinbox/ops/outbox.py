@@ -16,18 +16,18 @@ async def resend_outbox(
     resource is not touched), and record who did it in the operators' audit, under the
     delivery whose transition wrote the row, so that delivery's trace shows it.
     ``only_failed``: refuse a row that is not a dead letter (``outbox retry``)."""
-    row = await store.requeue_outbox(key, only_failed=only_failed)
+    row = await store.outbox.requeue_outbox(key, only_failed=only_failed)
     delivery_id = None
     if row.resource_id is not None:
         delivery_id = next(
             (
                 t.delivery_id
-                for t in await store.list_transitions(row.resource_id)
+                for t in await store.resources.list_transitions(row.resource_id)
                 if t.outbox_key == key and t.outcome == "applied"
             ),
             None,
         )
-    await store.record_operator_action(
+    await store.audit.record_operator_action(
         actor=actor, command=command, delivery_id=delivery_id, detail=f"outbox {key}"
     )
     return row

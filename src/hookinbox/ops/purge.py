@@ -98,7 +98,7 @@ async def purge(
 async def _purge_payloads(
     store: Store, age: float, size: int, dry_run: bool, progress: Progress | None
 ) -> PurgeStep:
-    total = await store.count_purgeable_payloads(age)
+    total = await store.retention.count_purgeable_payloads(age)
     if dry_run or not total:
         return PurgeStep("payloads", age, total, 0, 0)
     deleted = batches = 0
@@ -106,7 +106,7 @@ async def _purge_payloads(
         progress("payloads", 0, total)
     # Bounded: never more batches than the count asked for, plus slack for new arrivals.
     while batches < total // size + 2:
-        count = await store.purge_payloads(age, size)
+        count = await store.retention.purge_payloads(age, size)
         if not count:
             break
         deleted += count
@@ -119,14 +119,14 @@ async def _purge_payloads(
 async def _purge_deliveries(
     store: Store, age: float, size: int, dry_run: bool, progress: Progress | None
 ) -> PurgeStep:
-    total, held = await store.count_purgeable_deliveries(age)
+    total, held = await store.retention.count_purgeable_deliveries(age)
     if dry_run or not total:
         return PurgeStep("deliveries", age, total, 0, 0, held)
     deleted = batches = 0
     if progress:
         progress("deliveries", 0, total)
     while batches < total // size + 2:
-        count = await store.purge_deliveries(age, size)
+        count = await store.retention.purge_deliveries(age, size)
         if not count:
             break
         deleted += count

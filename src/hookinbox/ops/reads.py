@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from hookinbox.config import Config
@@ -22,7 +23,7 @@ log = get_logger("hookinbox.ops")
 
 async def search_deliveries(store: Store, search: DeliverySearch) -> list[DeliveryView]:
     """A keyset page of the journal, newest first."""
-    return await store.search_deliveries(search)
+    return await store.journal.search_deliveries(search)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,20 +42,22 @@ async def dead_letter_page(
     limit: int = 50,
 ) -> DeadLetterPage:
     """Failed jobs, newest first, with the count of every (source, action, reason)."""
-    dead = await store.list_dead_letters(source=source, reason=reason, before=before, limit=limit)
-    return DeadLetterPage(dead, await store.dead_letter_reasons())
+    dead = await store.queue.list_dead_letters(
+        source=source, reason=reason, before=before, limit=limit
+    )
+    return DeadLetterPage(dead, await store.reads.dead_letter_reasons())
 
 
 async def view_payload(store: Store, ref: str, *, actor: str) -> tuple[DeliveryView, bytes | None]:
     """The delivery and its raw body while retained (None once purged). Every view is
     logged and audited by delivery id, never the body itself."""
-    found = await store.get_delivery(ref)
+    found = await store.journal.get_delivery(ref)
     if found is None:
         raise NotFound(f"no delivery {ref!r}")
-    body = await store.read_payload(found.id)
+    body = await store.journal.read_payload(found.id)
     if body is not None:
         log.warning("payload_viewed", delivery_id=found.id, source=found.source, actor=actor)
-        await store.record_operator_action(
+        await store.audit.record_operator_action(
             actor=actor, command="view-payload", source=found.source, delivery_id=found.id
         )
     return found, body
@@ -89,10 +92,12 @@ async def overview(
     written to the store (a flood of forged requests must not cause writes). The queue
     figures are read from the store now, not from a cache."""
     now = time.time() if now is None else now
-    readings: StoreGaugeReadings = await store.read_store_gauges()
+    readings: StoreGaugeReadings = await store.reads.read_store_gauges()
     accepted: dict[str, int] = {}
     minutes: dict[int, dict[str, int]] = {}
-    for source, minute, count in await store.deliveries_per_minute(now - 3600):
+    for source, minute, count in await store.reads.deliveries_per_minute(
+        datetime.fromtimestamp(now - 3600, UTC)
+    ):
         accepted[source] = accepted.get(source, 0) + count
         bucket = minutes.setdefault(minute, {})
         bucket["accepted"] = bucket.get("accepted", 0) + count

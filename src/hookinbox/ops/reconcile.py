@@ -70,7 +70,7 @@ class ReconcileCheck(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class StoreCheck:
-    """A check that is one named query of the store (``Store.find_anomalies``)."""
+    """A check that is one named query of the store (``Store.reads.find_anomalies``)."""
 
     name: str
     title: str
@@ -78,7 +78,7 @@ class StoreCheck:
     age: Callable[[Config], float] = lambda config: 0.0
 
     async def run(self, store: Store, config: Config, limit: int) -> Finding:
-        found = await store.find_anomalies(
+        found = await store.reads.find_anomalies(
             self.name, older_than_seconds=self.age(config), limit=limit
         )
         return Finding(self.name, self.title, found.count, found.samples)
@@ -94,7 +94,7 @@ class UnroutedDeliveriesCheck:
     scan_groups: int = 10_000
 
     async def run(self, store: Store, config: Config, limit: int) -> Finding:
-        found = await store.find_anomalies(self.name, limit=self.scan_groups)
+        found = await store.reads.find_anomalies(self.name, limit=self.scan_groups)
         matched = []
         for group in found.samples:
             source = config.source(group["source"])

@@ -119,7 +119,7 @@ async def replay(
 ) -> ReplayReport:
     """Replay the jobs of delivery ``ref`` (internal id or event id); wait up to
     ``wait_seconds`` for workers to run them (0: do not wait)."""
-    delivery = await store.get_delivery(ref)
+    delivery = await store.journal.get_delivery(ref)
     if delivery is None:
         raise NotFound(f"no delivery with id or event id {ref!r}")
     if not delivery.payload_retained:
@@ -140,7 +140,7 @@ async def replay(
     items: dict[str, ReplayItem] = {}
     runnable: list[JobDetail] = []
     for view in views:
-        job = await store.get_job(view.id)
+        job = await store.queue.get_job(view.id)
         if job is None:
             raise NotFound(f"job {view.id} vanished (purged meanwhile?)")
         reason = why_not_runnable(job, config)
@@ -149,7 +149,7 @@ async def replay(
         else:
             runnable.append(job)
 
-    before = {e.key: e for e in await store.list_effects([job.id for job in runnable])}
+    before = {e.key: e for e in await store.effects.list_effects([job.id for job in runnable])}
     if dry_run:
         for job in runnable:
             held = tuple(k for k, e in before.items() if e.job_id == job.id)
@@ -166,10 +166,10 @@ async def replay(
     superseded: dict[str, tuple[str, ...]] = {}
     if force_effects and runnable:
         for job in runnable:
-            keys = await store.supersede_effects([job.id], actor=actor)
+            keys = await store.effects.supersede_effects([job.id], actor=actor)
             superseded[job.id] = tuple(keys)
             if keys:
-                await store.record_operator_action(
+                await store.audit.record_operator_action(
                     actor=actor,
                     command="force-effects",
                     source=job.source,
@@ -179,7 +179,7 @@ async def replay(
                 )
         before = {}
     moved = set(
-        await store.requeue_jobs(
+        await store.queue.requeue_jobs(
             [job.id for job in runnable],
             from_states=("completed", "failed"),
             trigger=Trigger.REPLAY,
@@ -197,7 +197,7 @@ async def replay(
             )
     queued = [job.id for job in runnable if job.id in moved]
     settled = await _wait_settled(store, queued, wait_seconds, poll_seconds)
-    after = {e.key: e for e in await store.list_effects(list(moved))}
+    after = {e.key: e for e in await store.effects.list_effects(list(moved))}
     for job in runnable:
         if job.id not in moved:
             continue
@@ -222,7 +222,7 @@ async def _wait_settled(
     pending = list(job_ids)
     while True:
         for job_id in list(pending):
-            job = await store.get_job(job_id)
+            job = await store.queue.get_job(job_id)
             if job is None:
                 pending.remove(job_id)
                 continue

@@ -60,7 +60,7 @@ class SourcesReport:
 async def list_sources(store: Store, config: Config) -> SourcesReport:
     """Configured sources with their pause state (and any paused source no longer
     configured, so a stale pause is visible)."""
-    states = {state.source: state for state in await store.list_source_states()}
+    states = {state.source: state for state in await store.sources.list_source_states()}
     rows = [
         SourceRow(
             name,
@@ -84,17 +84,17 @@ async def pause_source(
 ) -> SourceState:
     if config.source(name) is None:
         raise UnknownSource(f"no source named {name!r} in the config")
-    state = await store.set_source_paused(name, paused=True, reason=reason, actor=actor)
+    state = await store.sources.set_source_paused(name, paused=True, reason=reason, actor=actor)
     log.warning("source_paused", source=name, actor=actor)
     return state
 
 
 async def resume_source(store: Store, config: Config, name: str, *, actor: str) -> SourceState:
     if config.source(name) is None:
-        known = {state.source for state in await store.list_source_states()}
+        known = {state.source for state in await store.sources.list_source_states()}
         if name not in known:
             raise UnknownSource(f"no source named {name!r} in the config or the store")
-    state = await store.set_source_paused(name, paused=False, reason=None, actor=actor)
+    state = await store.sources.set_source_paused(name, paused=False, reason=None, actor=actor)
     log.info("source_resumed", source=name, actor=actor)
     return state
 
@@ -117,7 +117,7 @@ class PausedSources:
         return self._paused
 
     async def refresh(self) -> None:
-        states = await self._store.list_source_states()
+        states = await self._store.sources.list_source_states()
         paused = frozenset(state.source for state in states if state.paused)
         if paused != self._paused:
             log.info("paused_sources", sources=sorted(paused))

@@ -88,18 +88,18 @@ async def trace(
 ) -> TraceReport:
     """Every delivery of ``event_id`` (in each source, unless ``source`` is given); an
     internal delivery id works too. Each of ``layers`` adds its rows under its name."""
-    deliveries = await store.find_deliveries_by_event(event_id, source)
+    deliveries = await store.journal.find_deliveries_by_event(event_id, source)
     if not deliveries and event_id.startswith("dlv_"):
-        found = await store.get_delivery(event_id)
+        found = await store.journal.get_delivery(event_id)
         deliveries = [found] if found is not None and source in (None, found.source) else []
     if not deliveries:
         where = f" in source {source!r}" if source else ""
         raise NotFound(f"no delivery of event id {event_id!r}{where}")
     traced = []
     for delivery in deliveries:
-        jobs = [TracedJob(job, await store.list_attempts(job.id)) for job in delivery.jobs]
-        effects = await store.list_effects([job.id for job in delivery.jobs])
-        actions = await store.list_operator_actions(delivery_id=delivery.id)
+        jobs = [TracedJob(job, await store.queue.list_attempts(job.id)) for job in delivery.jobs]
+        effects = await store.effects.list_effects([job.id for job in delivery.jobs])
+        actions = await store.audit.list_operator_actions(delivery_id=delivery.id)
         extra = {name: await layer(store, delivery) for name, layer in (layers or {}).items()}
         traced.append(TracedDelivery(delivery, jobs, effects, actions, extra))
     return TraceReport(event_id, source, traced)

@@ -4,7 +4,8 @@ Each request hands its row to :meth:`ReservationBatcher.reserve` and awaits its 
 The batcher writes everything waiting as one commit (the store's
 ``reserve_deliveries``), so a burst of N requests costs one round trip instead of N. No
 request is answered before the commit that holds its row; a failed commit fails every
-request of its batch with 503, and the provider retries.
+request of its batch with 503, and the provider retries. A row whose values the store
+refuses fails alone (400); the rest of its batch is answered as if it had come alone.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class ReservationBatcher:
             for key, item in sorted(leaders.items())
         ]
         try:
-            answers = await self._store.reserve_deliveries(unique)
+            answers = await self._store.journal.reserve_deliveries(unique)
         except HookinboxError as exc:
             failure = exc if isinstance(exc, StoreUnavailable) else StoreUnavailable()
             for _, future in batch:
@@ -131,6 +132,10 @@ class ReservationBatcher:
         }
         for item, future in batch:
             answer = by_key[(item.source, item.event_id, item.body_sha256)]
+            if isinstance(answer, HookinboxError):
+                if not future.done():
+                    future.set_exception(answer)
+                continue
             if item.id != answer.delivery_id and answer.outcome == "accepted":
                 # A repeat folded into this batch's first delivery of the same event.
                 answer = Reservation("duplicate", answer.delivery_id, False, item.body_sha256)

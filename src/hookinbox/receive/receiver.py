@@ -88,7 +88,7 @@ class Receiver:
         applies = self._resources.inline_applies(item, payload)
         if not applies:
             return await self.batcher.reserve(item)
-        reservation, outcomes = await self._store.reserve_inline(item, applies)
+        reservation, outcomes = await self._store.journal.reserve_inline(item, applies)
         for outcome in outcomes:
             log_outcome(outcome, self.metrics, delivery_id=item.id, source=item.source, inline=True)
         return reservation

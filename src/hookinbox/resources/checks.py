@@ -35,7 +35,7 @@ class ResourceCheck:
     async def run(self, store: Store, config: Config, limit: int) -> Finding:
         found = [
             f
-            for f in await store.resource_findings(
+            for f in await store.resources.resource_findings(
                 list(build_machines(config.machines).values()),
                 outbox_unsent_seconds=config.outbox.unsent_after_seconds,
                 limit=_SCAN,

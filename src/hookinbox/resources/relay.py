@@ -151,7 +151,7 @@ class OutboxRelay:
     async def relay_once(self) -> int:
         """Claim a batch of due rows and send them concurrently; how many were claimed."""
         settings = self._settings
-        rows = await self._store.claim_outbox(
+        rows = await self._store.outbox.claim_outbox(
             self.name, settings.concurrency, settings.lease_seconds, settings.max_attempts
         )
         if rows:
@@ -190,7 +190,7 @@ class OutboxRelay:
             with contextlib.suppress(asyncio.CancelledError):
                 await renewing
         try:
-            ours = await self._store.finish_outbox(row.key, row.lease_token, "sent")
+            ours = await self._store.outbox.finish_outbox(row.key, row.lease_token, "sent")
         except Exception as exc:
             # The lease expires and the row is sent again, under the same key.
             log.error("outbox_mark_failed", **fields, store_error=error_code_of(exc))
@@ -203,7 +203,7 @@ class OutboxRelay:
         while True:
             await asyncio.sleep(max(0.2, lease / 3))
             try:
-                if not await self._store.renew_outbox_lease(row.key, row.lease_token, lease):
+                if not await self._store.outbox.renew_outbox_lease(row.key, row.lease_token, lease):
                     log.warning("outbox_lease_lost", **fields)
                     return
             except Exception as exc:
@@ -212,7 +212,9 @@ class OutboxRelay:
     async def _settle_failure(self, row: ClaimedOutbox, code: str, fields: dict[str, Any]) -> None:
         try:
             if row.attempts >= self._settings.max_attempts:
-                await self._store.finish_outbox(row.key, row.lease_token, "failed", error_code=code)
+                await self._store.outbox.finish_outbox(
+                    row.key, row.lease_token, "failed", error_code=code
+                )
                 log.error("outbox_failed", **fields, error=code)
             else:
                 delay = backoff_seconds(
@@ -221,7 +223,7 @@ class OutboxRelay:
                     cap=self._settings.backoff_max_seconds,
                     rng=JITTER,
                 )
-                await self._store.finish_outbox(
+                await self._store.outbox.finish_outbox(
                     row.key, row.lease_token, "pending", error_code=code, delay_seconds=delay
                 )
                 log.warning("outbox_retry", **fields, error=code, retry_in_s=round(delay, 3))

@@ -74,7 +74,7 @@ class Resources:
         for name, value in (("tenant", tenant), ("owner", owner)):
             if not value:
                 raise ConfigError(f"a resource needs a non-empty {name}")
-        view = await self._store.create_resource(
+        view = await self._store.resources.create_resource(
             new_resource_id(),
             kind,
             tenant=tenant,
@@ -89,7 +89,7 @@ class Resources:
         """Attach the provider's reference; parked events for it are applied next."""
         if not provider_ref:
             raise ConfigError("a provider reference cannot be empty")
-        view = await self._store.attach_provider_ref(resource_id, provider_ref)
+        view = await self._store.resources.attach_provider_ref(resource_id, provider_ref)
         log.info("resource_ref_attached", resource_id=resource_id, kind=view.kind)
         return view
 
@@ -97,7 +97,7 @@ class Resources:
         self, resource_id: str, *, tenant: str | None = None, owner: str | None = None
     ) -> ResourceView | None:
         """The resource, or None (also when it belongs to another tenant or owner)."""
-        view = await self._store.get_resource(resource_id)
+        view = await self._store.resources.get_resource(resource_id)
         if view is None:
             return None
         if (tenant is not None and view.tenant != tenant) or (
@@ -107,13 +107,13 @@ class Resources:
         return view
 
     async def require(self, resource_id: str) -> ResourceView:
-        view = await self._store.get_resource(resource_id)
+        view = await self._store.resources.get_resource(resource_id)
         if view is None:
             raise NotFound(f"no resource {resource_id!r}")
         return view
 
     async def find(self, kind: str, provider_ref: str) -> ResourceView | None:
-        return await self._store.find_resource(kind, provider_ref)
+        return await self._store.resources.find_resource(kind, provider_ref)
 
     async def list(
         self,
@@ -124,12 +124,12 @@ class Resources:
         limit: int = 50,
         before: str | None = None,
     ) -> builtins.list[ResourceView]:
-        return await self._store.list_resources(
+        return await self._store.resources.list_resources(
             kind=kind, tenant=tenant, state=state, limit=limit, before=before
         )
 
     async def transitions(self, resource_id: str) -> builtins.list[TransitionView]:
-        return await self._store.list_transitions(resource_id)
+        return await self._store.resources.list_transitions(resource_id)
 
     async def findings(self, *, outbox_unsent_seconds: float = 300.0) -> builtins.list[Finding]:
         """What does not add up (see :func:`reconcile_resources`)."""
@@ -148,7 +148,7 @@ async def reconcile_resources(
     """The resource checks of reconciliation: ``terminal_without_delivery``,
     ``transition_without_outbox``, ``outbox_unsent`` (older than the threshold) and
     ``parked_past_deadline``."""
-    return await store.resource_findings(
+    return await store.resources.resource_findings(
         list(machines), outbox_unsent_seconds=outbox_unsent_seconds, limit=limit
     )
 
@@ -196,7 +196,7 @@ def resource_event(
 
 def log_outcome(outcome: ResourceOutcome, metrics: Metrics, **fields: Any) -> None:
     """One line per applied event, counted in ``hookinbox_resource_events_total`` (the
-    store's transition log is the durable count, ``Store.transition_counts``); a mismatch
+    store's transition log is the durable count, ``Store.resources.transition_counts``); a mismatch
     names no resource (it is not the caller's)."""
     metrics.resource_event(outcome.kind or str(fields.get("kind") or "_unknown"), outcome.outcome)
     detail: dict[str, Any] = {"outcome": outcome.outcome}

@@ -16,7 +16,7 @@ from hookinbox.store import DeliveryView, Store, iso
 async def transitions_layer(store: Store, delivery: DeliveryView) -> list[dict[str, Any]]:
     """The transition log lines written by this delivery, oldest first."""
     rows = []
-    for t in await store.list_delivery_transitions(delivery.id):
+    for t in await store.resources.list_delivery_transitions(delivery.id):
         judged = t.outcome if t.reason is None else f"{t.outcome}: {t.reason}"
         rows.append(
             {
@@ -33,12 +33,12 @@ async def outbox_layer(store: Store, delivery: DeliveryView) -> list[dict[str, A
     """The outbox rows this delivery's applied transitions wrote, with their state."""
     keys = dict.fromkeys(
         t.outbox_key
-        for t in await store.list_delivery_transitions(delivery.id)
+        for t in await store.resources.list_delivery_transitions(delivery.id)
         if t.outbox_key is not None
     )
     rows = []
     for key in keys:
-        row = await store.get_outbox(key)
+        row = await store.outbox.get_outbox(key)
         if row is None:  # reconciliation reports it (transition_without_outbox)
             continue
         rows.append(

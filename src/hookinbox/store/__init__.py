@@ -1,15 +1,30 @@
 """Stores: pick one by the database URL.
 
 Everything outside this package imports from here, never from a module inside it: the
-records the store exchanges, the contract, and :func:`open_store_for`.
+records the store exchanges, the :class:`Store` (one attribute per concept:
+``store.journal``, ``store.queue``, ``store.effects``, ``store.audit``,
+``store.sources``, ``store.resources``, ``store.outbox``, ``store.reads``,
+``store.retention``) and :func:`open_store_for`. The layout is in docs/store.md.
 """
 
 from __future__ import annotations
 
-from hookinbox.store.base import (
+from hookinbox.store.core import Store
+from hookinbox.store.decisions import TransitionRules
+from hookinbox.store.operator_records import (
+    Anomalies,
+    DeadLetter,
+    JobDetail,
+    OperatorAction,
+    SourceState,
+    StoreGaugeReadings,
+)
+from hookinbox.store.queue import DeadLetterOrder
+from hookinbox.store.records import (
     JOB_STATES,
     AttemptView,
     ClaimedJob,
+    DeliverySearch,
     DeliveryStatus,
     DeliveryView,
     EffectRecord,
@@ -19,12 +34,9 @@ from hookinbox.store.base import (
     NewDelivery,
     NewJob,
     Reservation,
-    Store,
     iso,
 )
-from hookinbox.store.metrics_records import DeadLetter, DeliverySearch, StoreGaugeReadings
-from hookinbox.store.ops_records import Anomalies, JobDetail, OperatorAction, SourceState
-from hookinbox.store.resource_types import (
+from hookinbox.store.resource_records import (
     OUTBOX_STATES,
     OUTCOMES,
     ClaimedOutbox,
@@ -43,12 +55,12 @@ from hookinbox.store.resource_types import (
 def open_store_for(url: str) -> Store:
     """The store for ``url``, not yet opened: ``sqlite:///PATH`` or ``postgresql://...``."""
     if url.startswith("sqlite:"):
-        from hookinbox.store.sqlite import SQLiteStore
+        from hookinbox.store.sqlite import SQLiteDriver
 
-        return SQLiteStore(url)
-    from hookinbox.store.postgres import PostgresStore
+        return Store(SQLiteDriver(url))
+    from hookinbox.store.postgres import PostgresDriver
 
-    return PostgresStore(url)
+    return Store(PostgresDriver(url))
 
 
 __all__ = [
@@ -60,6 +72,7 @@ __all__ = [
     "ClaimedJob",
     "ClaimedOutbox",
     "DeadLetter",
+    "DeadLetterOrder",
     "DeliverySearch",
     "DeliveryStatus",
     "DeliveryView",
@@ -83,6 +96,7 @@ __all__ = [
     "SourceState",
     "Store",
     "StoreGaugeReadings",
+    "TransitionRules",
     "TransitionView",
     "iso",
     "open_store_for",

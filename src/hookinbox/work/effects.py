@@ -114,7 +114,7 @@ class JobContext:
 
     async def effect(self, key: str, do: EffectFn, find: EffectFn | None = None) -> Any:
         """Make the effect under ``key`` once; return its (recorded) result."""
-        start = await self.store.start_effect(key, self.job_id)
+        start = await self.store.effects.start_effect(key, self.job_id)
         if start.record.state == "recorded":
             log.info("effect_skipped", job_id=self.job_id, key_recorded=True)
             return self._note(key, start.record.result)
@@ -130,10 +130,10 @@ class JobContext:
             found = await self.invoke(find, key) if find is not None else None
             if found is not None:
                 log.info("effect_found", job_id=self.job_id)
-                record = await self.store.record_effect(key, _checked_result(found))
+                record = await self.store.effects.record_effect(key, _checked_result(found))
                 return self._note(key, record.result)
             result = await self.invoke(do, key)
-        record = await self.store.record_effect(key, _checked_result(result))
+        record = await self.store.effects.record_effect(key, _checked_result(result))
         log.info("effect_recorded", job_id=self.job_id)
         return self._note(key, record.result)
 

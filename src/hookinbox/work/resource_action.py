@@ -43,11 +43,11 @@ class ResourceAction:
         )
         fields = {"job_id": ctx.job_id, "delivery_id": event.delivery_id, "kind": self.machine.name}
         if isinstance(asked, str):
-            ours = await ctx.store.fail_job(ctx.job_id, ctx.lease_token, asked)
+            ours = await ctx.store.queue.fail_job(ctx.job_id, ctx.lease_token, asked)
             log.warning("resource_event", **fields, outcome=asked)
             ctx.settled = JobSettled(ours=ours, state="failed", outcome=asked)
             return None
-        outcome = await ctx.store.apply_resource_event(
+        outcome = await ctx.store.resources.apply_resource_event(
             ctx.job_id, ctx.lease_token, self.source, asked, self.machine, self.park
         )
         log_outcome(outcome, self.metrics, **fields)

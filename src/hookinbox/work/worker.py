@@ -74,7 +74,7 @@ class WorkerPool:
             while not stop.is_set():
                 try:
                     if time.monotonic() >= next_sweep:
-                        dead = await self._store.fail_exhausted_leases()
+                        dead = await self._store.queue.fail_exhausted_leases()
                         if dead:
                             log.warning("leases_exhausted", jobs=dead)
                         next_sweep = time.monotonic() + sweep_every
@@ -99,7 +99,7 @@ class WorkerPool:
         free = self._settings.concurrency - len(self._running)
         if free <= 0:
             return 0
-        jobs = await self._store.claim_due_jobs(self.name, free, self._settings.lease_seconds)
+        jobs = await self._store.queue.claim_due_jobs(self.name, free, self._settings.lease_seconds)
         for job in jobs:
             task = asyncio.create_task(self.run_job(job))
             self._running.add(task)
@@ -114,7 +114,9 @@ class WorkerPool:
     async def _idle(self, stop: asyncio.Event) -> None:
         self._slot_freed.clear()
         waiters = [
-            asyncio.ensure_future(self._store.wait_for_jobs(self._settings.poll_interval_seconds)),
+            asyncio.ensure_future(
+                self._store.queue.wait_for_jobs(self._settings.poll_interval_seconds)
+            ),
             asyncio.ensure_future(stop.wait()),
         ]
         if len(self._running) >= self._settings.concurrency:
@@ -224,7 +226,7 @@ class WorkerPool:
         then its effect is recorded or its worker is gone."""
         delay = min(self._settings.lease_seconds, self._backoff(job.attempts))
         try:
-            await self._store.defer_job(job.id, job.lease_token, code, delay)
+            await self._store.queue.defer_job(job.id, job.lease_token, code, delay)
             log.info("job_deferred", **fields, reason=code, retry_in_s=round(delay, 3))
         except Exception as exc:
             log.error("job_settle_failed", **fields, error=code, store_error=error_code_of(exc))
@@ -234,12 +236,12 @@ class WorkerPool:
     ) -> None:
         try:
             if final or job.attempts >= job.max_attempts:
-                await self._store.fail_job(job.id, job.lease_token, code)
+                await self._store.queue.fail_job(job.id, job.lease_token, code)
                 log.error("job_failed", **fields, error=code)
                 self.metrics.job_failed(job.source, job.action, code)
             else:
                 delay = self._backoff(job.attempts)
-                await self._store.retry_job(job.id, job.lease_token, code, delay)
+                await self._store.queue.retry_job(job.id, job.lease_token, code, delay)
                 log.warning("job_retry", **fields, error=code, retry_in_s=round(delay, 3))
                 self.metrics.job_retried(job.source, job.action, code)
         except Exception as exc:
@@ -257,7 +259,7 @@ class WorkerPool:
     async def _complete(self, job: ClaimedJob, business_id: str | None) -> bool:
         for delay in (0.1, 0.5, 1.0, 2.0):
             try:
-                return await self._store.complete_job(job.id, job.lease_token, business_id)
+                return await self._store.queue.complete_job(job.id, job.lease_token, business_id)
             except Exception:
                 await asyncio.sleep(delay)
         # Could not record completion: the lease expires, the job runs again, and the
@@ -269,7 +271,7 @@ class WorkerPool:
         while True:
             await asyncio.sleep(interval)
             try:
-                if not await self._store.renew_lease(
+                if not await self._store.queue.renew_lease(
                     job.id, job.lease_token, self._settings.lease_seconds
                 ):
                     return

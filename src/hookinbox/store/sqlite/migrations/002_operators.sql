@@ -1,6 +1,6 @@
 -- Operators (issue 3): pause state per source, an audit of operator commands, the ledger
 -- rows a forced replay set aside, and indexes for purge and reconcile.
--- Times are unix seconds (REAL) from SQLite's clock: see hookinbox.store.sqlite_clock.NOW.
+-- Times are unix seconds (REAL) from SQLite's clock: see hookinbox.store.dialect.SQLITE_NOW.
 
 -- A paused source answers 503 + Retry-After; every receiver process re-reads this table.
 CREATE TABLE source_state (

@@ -1,6 +1,6 @@
 -- Tracked resources (issue 4): resources moved by a declared state machine, the log of
 -- every transition tried, events parked until their resource is known, and the outbox.
--- Times are unix seconds (REAL) from SQLite's clock: see hookinbox.store.sqlite_clock.NOW.
+-- Times are unix seconds (REAL) from SQLite's clock: see hookinbox.store.dialect.SQLITE_NOW.
 
 -- A resource the application created (a video task); provider_ref is the provider's id
 -- for it, attached when known and unique per kind (NULLs do not collide).

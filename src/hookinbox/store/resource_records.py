@@ -1,17 +1,19 @@
-"""Values the store exchanges about tracked resources, transitions and the outbox.
+"""The records of tracked resources, their transition log, parked events and the outbox.
 
-Kept beside ``base.py`` (which declares the methods) so both backends and the callers
-share one vocabulary. Nothing here holds a payload: resources carry ids, tenant, owner
-and state; outbox bodies are small JSON built from those, never from the provider's body.
+Resources carry ids, tenant, owner and state; outbox bodies are small JSON built from
+those (:func:`hookinbox.store.decisions.outbox_row`), never from the provider's body.
+Times are UTC datetimes, read from rows as in :mod:`hookinbox.store.records`.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self, get_args
 
-from hookinbox.store.base import iso
+from hookinbox.store.records import Record, build, iso, no_times
+from hookinbox.store.sql import DecodeTime, Row
 
 #: What applying one event did. ``parked``: the reference is not known yet, re-checked
 #: later; ``unknown_resource``: still unknown at the deadline (dead letter);
@@ -26,22 +28,13 @@ Outcome = Literal[
     "unknown_resource",
     "lease_lost",
 ]
-OUTCOMES: tuple[Outcome, ...] = (
-    "applied",
-    "rejected_transition",
-    "tenant_mismatch",
-    "owner_mismatch",
-    "already_applied",
-    "parked",
-    "unknown_resource",
-    "lease_lost",
-)
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 OutboxState = Literal["pending", "sending", "sent", "failed"]
-OUTBOX_STATES: tuple[OutboxState, ...] = ("pending", "sending", "sent", "failed")
+OUTBOX_STATES: tuple[OutboxState, ...] = get_args(OutboxState)
 
 
 @dataclass(frozen=True, slots=True)
-class ResourceView:
+class ResourceView(Record):
     id: str
     kind: str
     tenant: str
@@ -67,7 +60,7 @@ class ResourceView:
 
 
 @dataclass(frozen=True, slots=True)
-class TransitionView:
+class TransitionView(Record):
     """One line of the transition log: applied, rejected (with its reason), created or
     attached (a provider reference)."""
 
@@ -101,7 +94,7 @@ class TransitionView:
 
 
 @dataclass(frozen=True, slots=True)
-class OutboxView:
+class OutboxView(Record):
     key: str
     kind: str
     resource_id: str | None
@@ -114,6 +107,10 @@ class OutboxView:
     updated_at: datetime
     sent_at: datetime | None
     failed_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Row, decode_time: DecodeTime, **given: Any) -> Self:
+        return build(cls, row, decode_time, body=json.loads(row["body"]), **given)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -142,6 +139,10 @@ class ClaimedOutbox:
     body: dict[str, Any]
     attempts: int
     lease_token: str
+
+    @classmethod
+    def from_row(cls, row: Row, lease_token: str) -> ClaimedOutbox:
+        return build(cls, row, no_times, body=json.loads(row["body"]), lease_token=lease_token)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,9 @@
-"""Numbered SQL migrations per store: ``NNN_name.sql``, applied in order, each once."""
+"""Numbered SQL migrations per driver: ``<driver>/migrations/NNN_name.sql``, in order, once.
+
+Each driver package keeps its own schema (the types differ: REAL unix seconds and
+INTEGER flags on SQLite, timestamptz and boolean on PostgreSQL); the tables, columns and
+indexes are the same.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +18,9 @@ class Migration:
     sql: str
 
 
-def load_migrations(kind: str) -> list[Migration]:
-    folder = resources.files("hookinbox.store.migrations").joinpath(kind)
+def load_migrations(package: str) -> list[Migration]:
+    """The migrations of a driver package (``hookinbox.store.sqlite``), in version order."""
+    folder = resources.files(package).joinpath("migrations")
     found = []
     for entry in folder.iterdir():
         if entry.name.endswith(".sql"):
@@ -23,5 +29,5 @@ def load_migrations(kind: str) -> list[Migration]:
     found.sort(key=lambda m: m.version)
     versions = [m.version for m in found]
     if len(set(versions)) != len(versions):
-        raise RuntimeError(f"two {kind} migrations share a number: {versions}")
+        raise RuntimeError(f"two {package} migrations share a number: {versions}")
     return found

@@ -1,4 +1,4 @@
--- Times are unix seconds (REAL) from SQLite's clock: see hookinbox.store.sqlite_clock.NOW.
+-- Times are unix seconds (REAL) from SQLite's clock: see hookinbox.store.dialect.SQLITE_NOW.
 CREATE TABLE deliveries (
     id              TEXT PRIMARY KEY,
     source          TEXT NOT NULL,

@@ -1,8 +1,8 @@
-"""Records the operator commands read from a store: jobs in detail, pause state, audit.
+"""The records operator commands read: jobs in detail (dead letters), pause state, the
+audit, reconciliation samples and the store gauges.
 
-They live apart from :mod:`hookinbox.store.base` so the receiving and working contract
-stays small; both stores build them, :mod:`hookinbox.ops` hands them to the CLI and the
-admin page. Every ``as_json`` holds ids, codes and times only, never a payload.
+Built from rows as in :mod:`hookinbox.store.records` (one time type: UTC datetimes); every
+``as_json`` holds ids, codes, counts and times, never a payload.
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from hookinbox.store.base import JobState, iso
+from hookinbox.store.records import JobState, Record, iso
 
 
 @dataclass(frozen=True, slots=True)
-class JobDetail:
-    """One job with its delivery's identity: what a dead-letter view or a replay shows."""
+class JobDetail(Record):
+    """One job with its delivery's identity: what a dead-letter list, a retry or a replay
+    shows."""
 
     id: str
     delivery_id: str
@@ -38,6 +39,11 @@ class JobDetail:
     #: The end of the first attempt that did not complete (from the attempt history).
     first_failed_at: datetime | None
     lease_expires_at: datetime | None
+
+    @property
+    def job_id(self) -> str:
+        """The id under the name the dead-letter list uses."""
+        return self.id
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -63,8 +69,12 @@ class JobDetail:
         }
 
 
+#: A dead letter is a failed job in detail: the one listing gives both.
+DeadLetter = JobDetail
+
+
 @dataclass(frozen=True, slots=True)
-class SourceState:
+class SourceState(Record):
     """Whether an operator paused a source, why, since when and who."""
 
     source: str
@@ -84,7 +94,7 @@ class SourceState:
 
 
 @dataclass(frozen=True, slots=True)
-class OperatorAction:
+class OperatorAction(Record):
     """One line of the operator audit: who ran which command on what."""
 
     at: datetime
@@ -114,3 +124,21 @@ class Anomalies:
     count: int
     #: Up to the asked limit, each ``{"id", "delivery_id", "source", "detail", "since"}``.
     samples: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreGaugeReadings:
+    """One reading of the store gauges, each keyed by source (missing means 0)."""
+
+    #: Jobs accepted (incl. scheduled retries) or processing.
+    queue_depth: dict[str, int] = field(default_factory=dict)
+    #: Age in seconds of the oldest due job no worker has claimed.
+    lag_seconds: dict[str, float] = field(default_factory=dict)
+    dead_letters: dict[str, int] = field(default_factory=dict)
+    parked: dict[str, int] = field(default_factory=dict)
+    #: Outbox rows waiting or being sent (pending, sending).
+    outbox_unsent: dict[str, int] = field(default_factory=dict)
+    #: Outbox dead letters (failed): sent again only by ``hookinbox outbox retry``.
+    outbox_failed: dict[str, int] = field(default_factory=dict)
+    #: Paused sources only: seconds since the pause.
+    paused_seconds: dict[str, float] = field(default_factory=dict)

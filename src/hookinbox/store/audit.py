@@ -1,0 +1,56 @@
+"""The operator audit: who ran which command on what (ids and short codes, never a payload).
+
+Operator commands that change state write their audit line in their own transaction
+(requeue, pause); :meth:`Audit.record_operator_action` is for the rest.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hookinbox.store.operator_records import OperatorAction
+from hookinbox.store.sql import Sql
+
+if TYPE_CHECKING:
+    from hookinbox.store.driver import Driver
+
+AUDIT = Sql(
+    "INSERT INTO operator_actions (at, actor, command, source, delivery_id, job_id, detail)"
+    " VALUES ({now}, :actor, :command, :source, :delivery_id, :job_id, :detail)"
+)
+_LIST = Sql(
+    "SELECT at, actor, command, source, delivery_id, job_id, detail FROM operator_actions"
+    " WHERE (delivery_id = :delivery_id OR :delivery_id IS NULL) ORDER BY id LIMIT :limit"
+)
+
+
+class Audit:
+    def __init__(self, db: Driver) -> None:
+        self._db = db
+
+    async def record_operator_action(
+        self,
+        *,
+        actor: str,
+        command: str,
+        source: str | None = None,
+        delivery_id: str | None = None,
+        job_id: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        await self._db.count(
+            AUDIT,
+            actor=actor,
+            command=command,
+            source=source,
+            delivery_id=delivery_id,
+            job_id=job_id,
+            detail=detail,
+        )
+
+    async def list_operator_actions(
+        self, *, delivery_id: str | None = None, limit: int = 100
+    ) -> list[OperatorAction]:
+        """The audit, oldest first (of one delivery and its jobs when given)."""
+        found = await self._db.rows(_LIST, delivery_id=delivery_id, limit=limit)
+        return [OperatorAction.from_row(r, self._db.decode_time) for r in found]

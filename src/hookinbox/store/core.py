@@ -1,0 +1,68 @@
+"""The Store: one object per database, its lifecycle, and one attribute per concept.
+
+``store.journal`` (reserve and read deliveries), ``store.queue`` (claim, settle, dead
+letters), ``store.effects`` (the ledger), ``store.audit`` and ``store.sources`` (operator
+actions, pause state), ``store.resources`` and ``store.outbox`` (tracked resources and
+their notifications), ``store.reads`` (gauges, counts, reconciliation queries),
+``store.retention`` (purges). Each is written once over the driver the URL picks.
+"""
+
+from __future__ import annotations
+
+from hookinbox.store.audit import Audit
+from hookinbox.store.driver import Driver
+from hookinbox.store.effects import Effects
+from hookinbox.store.journal import Journal
+from hookinbox.store.outbox import Outbox
+from hookinbox.store.queue import Queue
+from hookinbox.store.reads import Reads
+from hookinbox.store.resources import Resources
+from hookinbox.store.retention import Retention
+from hookinbox.store.sources import Sources
+from hookinbox.store.sql import Sql
+
+_TABLES = ("deliveries", "jobs", "payloads", "effects", "attempts")
+_COUNT_ROWS = Sql(
+    "SELECT " + ", ".join(f"(SELECT count(*) FROM {table}) AS {table}" for table in _TABLES)
+)
+
+
+class Store:
+    """What the receiver, the workers and the operator commands need from storage."""
+
+    def __init__(self, driver: Driver) -> None:
+        self._db = driver
+        self.url = driver.url
+        self.journal = Journal(driver)
+        self.queue = Queue(driver)
+        self.effects = Effects(driver)
+        self.audit = Audit(driver)
+        self.sources = Sources(driver)
+        self.resources = Resources(driver)
+        self.outbox = Outbox(driver)
+        self.reads = Reads(driver)
+        self.retention = Retention(driver)
+
+    async def open(self, *, migrate: bool = True) -> None:
+        """Connect, and apply pending migrations unless told not to."""
+        await self._db.open()
+        if migrate:
+            await self.migrate()
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def migrate(self) -> list[str]:
+        """Apply pending numbered migrations; return the names applied."""
+        return await self._db.migrate()
+
+    async def ping(self) -> None:
+        """Raise StoreUnavailable unless the store can commit now."""
+        await self._db.ping()
+
+    async def count_rows(self) -> dict[str, int]:
+        """Row counts per table (deliveries, jobs, payloads, effects, attempts): for tests
+        and ops."""
+        found = await self._db.row(_COUNT_ROWS)
+        assert found is not None
+        return {table: int(found[table]) for table in _TABLES}

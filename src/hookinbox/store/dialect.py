@@ -1,0 +1,130 @@
+"""The two SQL dialects: the few macros statements use, and how placeholders are written.
+
+Statements (:class:`~hookinbox.store.sql.Sql`) are written once in the SQL both databases
+share. Where they differ, a statement names a macro in braces and each dialect renders
+it, once per statement (the result is cached):
+
+=====================  ==================================  ====================================
+macro                  PostgreSQL                          SQLite
+=====================  ==================================  ====================================
+``{now}``              ``now()``                           unix seconds from SQLite's clock
+``{secs:x}``           ``make_interval(secs => :x)``       ``:x`` (seconds are its time unit)
+``{age:col}``          seconds since ``col``               the same, on REAL unix seconds
+``{minute:col}``       minutes since the epoch of ``col``  the same
+``{in:x}``             ``= ANY(:x)`` (a list parameter)    ``IN (SELECT value FROM json_each)``
+``{for_update}``       ``FOR UPDATE``                      nothing (the write lock serializes)
+``{skip_locked:a}``    ``FOR UPDATE [OF a] SKIP LOCKED``   nothing
+``{job_states}``       states of delivery ``d``'s jobs,    the same
+                       comma-joined, ordered by action
+``{table_exists:x}``   whether table ``:x`` exists         the same
+=====================  ==================================  ====================================
+
+Placeholders are ``:name``. SQLite binds them as they are; PostgreSQL's are turned into
+``$1..$n`` (a name used twice is one number). PostgreSQL types a parameter where it
+first appears, so write ``(col = :x OR :x IS NULL)``, never ``:x IS NULL OR ...``.
+Quoted strings, quoted names and ``::`` casts are left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from hookinbox.store.sql import Sql
+
+#: SQLite's clock in unix seconds (millisecond precision): every process on the host
+#: agrees on leases and due times, and no worker's clock is ever used.
+SQLITE_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+
+_TOKENS = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"|--[^\n]*|::|:([A-Za-z_]\w*)")
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """A statement as one database runs it, with its parameter names in ``$n`` order
+    (empty for SQLite, which binds by name)."""
+
+    text: str
+    names: tuple[str, ...]
+
+
+class _Macro:
+    """One macro, applied when ``str.format_map`` meets ``{name}`` or ``{name:arg}``."""
+
+    def __init__(self, render: Callable[[str], str]) -> None:
+        self._render = render
+
+    def __format__(self, arg: str) -> str:
+        return self._render(arg)
+
+
+class Dialect:
+    def __init__(self, name: str, macros: Mapping[str, Callable[[str], str]], *, numbered: bool):
+        self.name = name
+        self._macros = {key: _Macro(fn) for key, fn in macros.items()}
+        self._numbered = numbered
+        self._cache: dict[Sql, Rendered] = {}
+
+    def render(self, sql: Sql) -> Rendered:
+        done = self._cache.get(sql)
+        if done is None:
+            done = self._cache[sql] = self._render(sql.text)
+        return done
+
+    def _render(self, template: str) -> Rendered:
+        text = template.format_map(self._macros)
+        if not self._numbered:
+            return Rendered(text, ())
+        names: list[str] = []
+
+        def number(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name is None:
+                return match.group(0)
+            if name not in names:
+                names.append(name)
+            return f"${names.index(name) + 1}"
+
+        return Rendered(_TOKENS.sub(number, text), tuple(names))
+
+
+POSTGRES = Dialect(
+    "postgres",
+    {
+        "now": lambda _: "now()",
+        "secs": lambda x: f"make_interval(secs => :{x})",
+        "age": lambda col: f"extract(epoch FROM now() - {col})",
+        "minute": lambda col: f"(extract(epoch FROM date_trunc('minute', {col})) / 60)::bigint",
+        "in": lambda x: f"= ANY(:{x})",
+        "for_update": lambda _: "FOR UPDATE",
+        "skip_locked": lambda alias: f"FOR UPDATE{f' OF {alias}' if alias else ''} SKIP LOCKED",
+        "job_states": lambda _: (
+            "(SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j"
+            " WHERE j.delivery_id = d.id)"
+        ),
+        "table_exists": lambda x: f"to_regclass(:{x}) IS NOT NULL",
+    },
+    numbered=True,
+)
+
+SQLITE = Dialect(
+    "sqlite",
+    {
+        "now": lambda _: SQLITE_NOW,
+        "secs": lambda x: f":{x}",
+        "age": lambda col: f"({SQLITE_NOW} - {col})",
+        "minute": lambda col: f"CAST({col} / 60 AS INTEGER)",
+        "in": lambda x: f"IN (SELECT value FROM json_each(:{x}))",
+        "for_update": lambda _: "",
+        "skip_locked": lambda _: "",
+        "job_states": lambda _: (
+            "(SELECT group_concat(state) FROM (SELECT state FROM jobs j"
+            " WHERE j.delivery_id = d.id ORDER BY action))"
+        ),
+        "table_exists": lambda x: (
+            f"EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :{x})"
+        ),
+    },
+    numbered=False,
+)

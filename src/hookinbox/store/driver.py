@@ -1,0 +1,139 @@
+"""What a database driver gives the store, and the portable hot path every driver starts from.
+
+A driver knows one database: how to connect, run a transaction (:data:`~hookinbox.store.
+sql.Tx`) of rendered statements and map its errors, how to wake workers, its migrations
+and its time type. It knows nothing of deliveries, jobs or resources: that logic is
+written once, in the store's concept modules, over :meth:`Driver.run`.
+
+Errors are wrapped where they happen: a connection failure, a failed commit or a
+shutdown is :class:`~hookinbox.errors.StoreUnavailable` (the receiver answers 503 and the
+provider retries); any other database error is :class:`~hookinbox.errors.StoreError`.
+"""
+
+from __future__ import annotations
+
+import abc
+import secrets
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from hookinbox.errors import StoreError, StoreRejectedRow
+from hookinbox.store import hot_path
+from hookinbox.store.dialect import Dialect
+from hookinbox.store.records import ClaimedJob, NewDelivery, Reservation
+from hookinbox.store.sql import Row, Sql, Step, Tx, one_step
+
+T = TypeVar("T")
+
+
+def new_lease_token() -> str:
+    return secrets.token_hex(8)
+
+
+class Driver(abc.ABC):
+    url: str
+    dialect: Dialect
+
+    @abc.abstractmethod
+    def decode_time(self, value: Any) -> datetime | None:
+        """A time column as a UTC datetime (None stays None)."""
+
+    # -- lifecycle --------------------------------------------------------------------
+    @abc.abstractmethod
+    async def open(self) -> None:
+        """Connect; raise StoreUnavailable when the database cannot be had."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    @abc.abstractmethod
+    async def migrate(self) -> list[str]:
+        """Apply this dialect's pending numbered migrations; return the names applied."""
+
+    @abc.abstractmethod
+    async def ping(self) -> None:
+        """Raise StoreUnavailable unless the database can commit now."""
+
+    # -- running statements -----------------------------------------------------------
+    @abc.abstractmethod
+    async def run(self, tx: Tx[T], *, atomic: bool = True) -> T:
+        """Drive ``tx`` to its answer. ``atomic``: inside one database transaction that
+        commits when it returns and rolls back when it raises; else each statement
+        commits on its own (on one connection, in order)."""
+
+    async def rows(self, sql: Sql, **params: Any) -> list[Row]:
+        found: list[Row] = await self.run(one_step(Step(sql, params, "rows")), atomic=False)
+        return found
+
+    async def row(self, sql: Sql, **params: Any) -> Row | None:
+        found: Row | None = await self.run(one_step(Step(sql, params, "row")), atomic=False)
+        return found
+
+    async def value(self, sql: Sql, **params: Any) -> Any:
+        return await self.run(one_step(Step(sql, params, "value")), atomic=False)
+
+    async def count(self, sql: Sql, **params: Any) -> int:
+        changed: int = await self.run(one_step(Step(sql, params, "count")), atomic=False)
+        return changed
+
+    # -- waking workers ---------------------------------------------------------------
+    @abc.abstractmethod
+    async def wait_for_jobs(self, timeout: float) -> None:
+        """Return when new jobs may be due (a wake-up after a commit) or after ``timeout``."""
+
+    @abc.abstractmethod
+    def rejects_row(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the database refusing a value (a character it cannot store,
+        a key too long for its index), not the database failing: the row's fault."""
+
+    def rejected(self, exc: BaseException) -> StoreRejectedRow | None:
+        """The error a request gets for a value the database refused (named by the driver
+        error's class only: its message may quote the value), or None."""
+        if not self.rejects_row(exc):
+            return None
+        cause = exc.__cause__ if isinstance(exc, StoreError) and exc.__cause__ else exc
+        return StoreRejectedRow(
+            f"the store refused a value of this delivery: {type(cause).__name__}"
+        )
+
+    # -- the hot path: portable here, one statement each on PostgreSQL ------------------
+    async def reserve_deliveries(
+        self, items: Sequence[NewDelivery]
+    ) -> list[Reservation | StoreRejectedRow]:
+        """One commit for the batch. A batch is never poisoned by one row: when the
+        database refuses a value, the rows go again one by one, the refused row is
+        answered :class:`StoreRejectedRow` and every other as if it had come alone. Only
+        a database that cannot commit at all fails the batch."""
+        try:
+            return list(await self.reserve_batch(items))
+        except Exception as exc:
+            if not self.rejects_row(exc):
+                raise
+        return [await self._reserve_alone(item) for item in items]
+
+    async def _reserve_alone(self, item: NewDelivery) -> Reservation | StoreRejectedRow:
+        try:
+            (answer,) = await self.reserve_batch([item])
+        except Exception as exc:
+            refused = self.rejected(exc)
+            if refused is None:
+                raise
+            return refused
+        return answer
+
+    async def reserve_batch(self, items: Sequence[NewDelivery]) -> list[Reservation]:
+        """Every item in ONE commit, answered in item order."""
+        return await self.run(hot_path.reserve_batch(items))
+
+    async def claim_due_jobs(
+        self, worker_id: str, limit: int, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        return await self.run(hot_path.claim(worker_id, limit, lease_seconds, new_lease_token()))
+
+    async def fail_exhausted_leases(self) -> int:
+        return await self.run(hot_path.fail_exhausted())
+
+    async def finish_job(self, params: Mapping[str, Any]) -> bool:
+        """Settle a leased job (see :func:`hot_path.finish_params`); False: lease lost."""
+        return await self.run(hot_path.finish(params))

@@ -1,0 +1,197 @@
+"""Reserve, claim and settle: the portable transactions, and the SQL they are made of.
+
+These three run for every delivery, so they are where the dialects part ways: SQLite
+runs the transactions below as they are, on its writer thread, one commit per batch;
+PostgreSQL (``store/postgres/statements.py``) composes each into ONE statement from the
+same fragments (data-modifying CTEs, ``FOR UPDATE SKIP LOCKED``), one round trip each.
+:func:`reserve_one` is also the first step of the inline reservation, on both stores.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hookinbox.codes import AttemptOutcome, JobCode
+from hookinbox.store.records import ClaimedJob, JobState, NewDelivery, Reservation
+from hookinbox.store.sql import WAKE, Sql, Step, Tx, count, many, rows
+
+# -- fragments (shared with the PostgreSQL statements) --------------------------------
+
+#: Jobs a worker may take: due and waiting, or leased by a worker that stopped renewing
+#: the lease while attempts are left.
+DUE_JOBS = (
+    "(state = 'accepted' AND next_attempt_at <= {now})"
+    " OR (state = 'processing' AND lease_expires_at < {now} AND attempts < max_attempts)"
+)
+LEASE_JOB = (
+    "state = 'processing', attempts = attempts + 1, lease_token = :token, leased_by = :worker,"
+    " lease_expires_at = {now} + {secs:lease}, updated_at = {now}"
+)
+CLAIMED_COLUMNS = "id, delivery_id, source, action, attempts, max_attempts, trigger"
+START_ATTEMPTS_FROM = (
+    "INSERT INTO attempts (job_id, number, trigger, worker, started_at)"
+    " SELECT id, attempts, trigger, :worker, {now} FROM "
+)
+END_ATTEMPT = "ended_at = {now}, outcome = :outcome, error_code = :error"
+CLEAR_LEASE = "lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = {now}"
+MARK_ENDED = (
+    "completed_at = CASE WHEN :state = 'completed' THEN {now} ELSE completed_at END,"
+    " failed_at = CASE WHEN :state = 'failed' THEN {now} ELSE failed_at END"
+)
+#: Settling a leased job: the attempt ends, the job moves on (``refund`` gives the attempt
+#: back when the job only waited on something outside itself).
+FINISH_JOB = (
+    "state = :state, last_error = coalesce(:error, last_error),"
+    " business_id = coalesce(:business_id, business_id),"
+    " next_attempt_at = {now} + {secs:delay}, max_attempts = max_attempts + :refund, "
+    + MARK_ENDED
+    + ", "
+    + CLEAR_LEASE
+)
+LEASE_HELD = "id = :id AND lease_token = :token AND state = 'processing'"
+#: A lease that ran out on the job's last attempt: its worker died, the job is dead.
+EXHAUST_JOB = "state = 'failed', last_error = :error, failed_at = {now}, " + CLEAR_LEASE
+LEASE_EXHAUSTED = "state = 'processing' AND lease_expires_at < {now} AND attempts >= max_attempts"
+
+# -- reserve ---------------------------------------------------------------------------
+
+_INSERT_DELIVERY = Sql(
+    "INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count,"
+    " first_seen_at, last_seen_at)"
+    " VALUES (:id, :source, :event_id, :event_type, :sha, :seen, {now}, {now})"
+    " ON CONFLICT (source, event_id) DO NOTHING RETURNING id"
+)
+_INSERT_PAYLOAD = Sql(
+    "INSERT INTO payloads (delivery_id, body, headers) VALUES (:id, :body, :headers)"
+)
+_INSERT_JOB = Sql(
+    "INSERT INTO jobs (id, delivery_id, source, action, max_attempts, next_attempt_at,"
+    " created_at, updated_at)"
+    " VALUES (:id, :delivery_id, :source, :action, :max_attempts, {now}, {now}, {now})"
+)
+_SEEN_AGAIN = Sql(
+    "UPDATE deliveries SET last_seen_at = {now}, delivery_count = delivery_count + :seen,"
+    " conflicts = conflicts + :seen * CAST(body_sha256 <> :sha AS INTEGER)"
+    " WHERE source = :source AND event_id = :event_id RETURNING id, body_sha256"
+)
+
+
+def reserve_one(item: NewDelivery) -> Tx[Reservation]:
+    """The journal row, payload and jobs of a first delivery, or the last-seen, count and
+    conflict of a repeat: never SELECT-then-INSERT, never a caught unique violation."""
+    # One parameter set serves every statement (each binds the names it uses): this runs
+    # once per delivery on SQLite's writer thread.
+    params = {
+        "id": item.id,
+        "source": item.source,
+        "event_id": item.event_id,
+        "event_type": item.event_type,
+        "sha": item.body_sha256,
+        "seen": item.seen,
+    }
+    if (yield Step(_INSERT_DELIVERY, params, "value")) is None:
+        first = yield Step(_SEEN_AGAIN, params, "row")
+        return Reservation(
+            "duplicate",
+            first["id"],
+            conflict=first["body_sha256"] != item.body_sha256,
+            first_body_sha256=first["body_sha256"],
+        )
+    yield count(_INSERT_PAYLOAD, id=item.id, body=item.body, headers=json.dumps(item.headers))
+    if item.jobs:
+        job = {"delivery_id": item.id, "source": item.source, "max_attempts": item.max_attempts}
+        yield many(_INSERT_JOB, [{**job, "id": j.id, "action": j.action} for j in item.jobs])
+    return Reservation("accepted", item.id)
+
+
+def reserve_batch(items: Sequence[NewDelivery]) -> Tx[list[Reservation]]:
+    """Every item in one transaction, answered in item order."""
+    answers = []
+    for item in items:
+        answers.append((yield from reserve_one(item)))
+    if any(answer.outcome == "accepted" for answer in answers):
+        yield WAKE
+    return answers
+
+
+# -- claim -----------------------------------------------------------------------------
+
+_CLAIM = Sql(
+    f"UPDATE jobs SET {LEASE_JOB} WHERE id IN (SELECT id FROM jobs WHERE {DUE_JOBS}"
+    f" ORDER BY next_attempt_at LIMIT :limit) RETURNING {CLAIMED_COLUMNS}"
+)
+END_ATTEMPTS_OF = Sql(
+    f"UPDATE attempts SET {END_ATTEMPT} WHERE job_id {{in:ids}} AND ended_at IS NULL"
+)
+_START_ATTEMPTS = Sql(START_ATTEMPTS_FROM + "jobs WHERE id {in:ids}")
+_CLAIMED = Sql(
+    "SELECT j.id, j.delivery_id, j.source, j.action, j.attempts, j.max_attempts, j.trigger,"
+    " d.event_id, d.event_type, p.body, p.headers"
+    " FROM jobs j JOIN deliveries d ON d.id = j.delivery_id"
+    " LEFT JOIN payloads p ON p.delivery_id = j.delivery_id WHERE j.id {in:ids}"
+)
+
+#: How an attempt whose lease ran out is closed when its job is claimed again.
+LEASE_EXPIRED = {"outcome": AttemptOutcome.LEASE_EXPIRED, "error": JobCode.LEASE_EXPIRED}
+
+
+def claim(worker: str, limit: int, lease_seconds: float, token: str) -> Tx[list[ClaimedJob]]:
+    """Lease up to ``limit`` due jobs; each claim closes a lapsed attempt and opens one."""
+    leased = yield rows(_CLAIM, token=token, worker=worker, lease=lease_seconds, limit=limit)
+    if not leased:
+        return []
+    ids = [job["id"] for job in leased]
+    yield count(END_ATTEMPTS_OF, ids=ids, **LEASE_EXPIRED)
+    yield count(_START_ATTEMPTS, ids=ids, worker=worker)
+    found = {job["id"]: job for job in (yield rows(_CLAIMED, ids=ids))}
+    return [ClaimedJob.from_row(found[job_id], token) for job_id in ids]
+
+
+# -- settle: a finished attempt, or a lease that ran out -----------------------------------
+
+_FINISH = Sql(f"UPDATE jobs SET {FINISH_JOB} WHERE {LEASE_HELD}")
+END_JOB_ATTEMPT = Sql(f"UPDATE attempts SET {END_ATTEMPT} WHERE job_id = :id AND ended_at IS NULL")
+
+
+def finish_params(
+    job_id: str,
+    lease_token: str,
+    *,
+    state: JobState,
+    outcome: str,
+    error_code: str | None,
+    business_id: str | None,
+    delay_seconds: float,
+    refund_attempt: bool,
+) -> dict[str, Any]:
+    return {
+        "id": job_id,
+        "token": lease_token,
+        "state": state,
+        "outcome": outcome,
+        "error": error_code,
+        "business_id": business_id,
+        "delay": float(delay_seconds),
+        "refund": int(refund_attempt),
+    }
+
+
+def finish(params: Mapping[str, Any]) -> Tx[bool]:
+    """End the current attempt and move the job on, only while the lease is ours."""
+    ours: bool = (yield count(_FINISH, **params)) == 1
+    if ours:
+        yield count(END_JOB_ATTEMPT, **params)
+    return ours
+
+
+_EXHAUSTED = Sql(f"UPDATE jobs SET {EXHAUST_JOB} WHERE {LEASE_EXHAUSTED} RETURNING id")
+
+
+def fail_exhausted() -> Tx[int]:
+    """Dead-letter the jobs whose lease ran out on their last attempt."""
+    dead = yield rows(_EXHAUSTED, **LEASE_EXPIRED)
+    if dead:
+        yield count(END_ATTEMPTS_OF, ids=[job["id"] for job in dead], **LEASE_EXPIRED)
+    return len(dead)

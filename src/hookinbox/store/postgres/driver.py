@@ -1,0 +1,287 @@
+"""PostgreSQL: the production driver and the scale-out path.
+
+Any number of receiver and worker processes share one database through an asyncpg pool.
+A transaction runs on one pooled connection inside ``conn.transaction()``; the hot path
+is one statement per operation (:mod:`hookinbox.store.postgres.statements`). Workers are
+woken by LISTEN/NOTIFY (``pg_notify`` inside the committing statement or transaction)
+and poll only as a fallback. The database clock (``now()``) sets every lease and due time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from datetime import datetime
+from typing import Any, TypeVar
+
+import asyncpg
+import orjson
+
+from hookinbox.errors import StoreError, StoreUnavailable
+from hookinbox.store.dialect import POSTGRES
+from hookinbox.store.driver import Driver, new_lease_token
+from hookinbox.store.hot_path import LEASE_EXPIRED
+from hookinbox.store.migrations import load_migrations
+from hookinbox.store.postgres import statements
+from hookinbox.store.records import ClaimedJob, NewDelivery, Reservation
+from hookinbox.store.sql import Drive, Step, Tx, UniqueConflict
+
+T = TypeVar("T")
+
+_CONNECT_TIMEOUT = 5.0
+_COMMAND_TIMEOUT = 30.0
+#: A reservation that takes longer is answered 503: providers wait 10-30 s for an answer,
+#: and a retry later beats a timeout now.
+_RESERVE_TIMEOUT = 5.0
+
+#: Errors that mean "the database cannot be had right now" (retry later), not "this
+#: statement is wrong": the client's own (a closed or broken connection, a timeout), and
+#: the server's connection exceptions (class 08), shutdowns (57P01-57P03), too many
+#: connections (53300) and objects not in the required state (55000).
+_UNAVAILABLE = (OSError, TimeoutError, asyncpg.InterfaceError, asyncpg.InternalClientError)
+_UNAVAILABLE_STATES = ("57P01", "57P02", "57P03", "53300", "55000")
+
+
+def store_error(exc: BaseException) -> StoreError:
+    """The store's error for a driver error (raised ``from`` it by the caller)."""
+    if isinstance(exc, asyncpg.PostgresError):
+        state = exc.sqlstate or ""
+        if state.startswith("08") or state in _UNAVAILABLE_STATES:
+            return StoreUnavailable(f"PostgreSQL unavailable: {type(exc).__name__}")
+        return StoreError(f"PostgreSQL error {state}: {type(exc).__name__}")
+    return StoreUnavailable(f"PostgreSQL unavailable: {type(exc).__name__}")
+
+
+async def _no_reset(connection: asyncpg.Connection) -> None:
+    """Skip asyncpg's per-release reset: our connections carry no session state, and the
+    reset is a round trip per request on the hot path."""
+
+
+class PostgresDriver(Driver):
+    dialect = POSTGRES
+
+    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+        self.url = url
+        self._pool_size = pool_size
+        self._pool: asyncpg.Pool | None = None
+        self._listener: asyncpg.Connection | None = None
+        self._wakeup = asyncio.Event()
+
+    def decode_time(self, value: Any) -> datetime | None:
+        """asyncpg already answers a timestamptz as a UTC datetime."""
+        return value  # type: ignore[no-any-return]
+
+    # -- lifecycle ----------------------------------------------------------------------
+    async def open(self) -> None:
+        try:
+            self._pool = await asyncpg.create_pool(
+                self.url,
+                min_size=1,
+                max_size=self._pool_size,
+                timeout=_CONNECT_TIMEOUT,
+                command_timeout=_COMMAND_TIMEOUT,
+                reset=_no_reset,
+            )
+        except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
+            raise StoreUnavailable(f"cannot connect to PostgreSQL: {type(exc).__name__}") from exc
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            try:
+                await asyncio.wait_for(self._listener.close(), 2)
+            except (*_UNAVAILABLE, asyncpg.PostgresError, RuntimeError):
+                self._listener.terminate()
+            self._listener = None
+        if self._pool is not None:
+            try:
+                await asyncio.wait_for(self._pool.close(), 5)
+            except (*_UNAVAILABLE, asyncpg.PostgresError, RuntimeError):
+                self._pool.terminate()
+            self._pool = None
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
+        if self._pool is None:
+            raise StoreUnavailable("the store is not open")
+        try:
+            async with self._pool.acquire(timeout=_CONNECT_TIMEOUT) as conn:
+                yield conn
+        except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
+            raise store_error(exc) from exc
+
+    async def migrate(self) -> list[str]:
+        applied: list[str] = []
+        async with self._conn() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('hookinbox_migrate'))")
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+            for migration in load_migrations("hookinbox.store.postgres"):
+                if migration.version in done:
+                    continue
+                await conn.execute(migration.sql)
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                    migration.version,
+                    migration.name,
+                )
+                applied.append(migration.name)
+        return applied
+
+    async def ping(self) -> None:
+        async with self._conn() as conn:
+            await conn.fetchval("SELECT 1")
+
+    # -- running statements ---------------------------------------------------------------
+    async def run(self, tx: Tx[T], *, atomic: bool = True) -> T:
+        async with self._conn() as conn:
+            if not atomic:
+                return await self._drive(conn, tx)
+            async with conn.transaction():
+                return await self._drive(conn, tx)
+
+    async def _drive(self, conn: asyncpg.Connection, tx: Tx[T]) -> T:
+        run = Drive(tx)
+        while not run.done:
+            run.feed(await self._execute(conn, run.step))
+        answer: T = run.answer
+        return answer
+
+    async def _execute(self, conn: asyncpg.Connection, step: Step) -> Any:
+        if step.fetch == "wake":
+            step = Step(statements.NOTIFY, {}, "value")
+        rendered = self.dialect.render(step.sql)
+        if step.fetch == "many":
+            await conn.executemany(
+                rendered.text, [[p[name] for name in rendered.names] for p in step.params]
+            )
+            return None
+        args = [step.params[name] for name in rendered.names]
+        if step.unique_conflict:
+            try:
+                async with conn.transaction():  # a savepoint: only this statement is undone
+                    return await self._fetch(conn, step, rendered.text, args)
+            except asyncpg.UniqueViolationError as exc:
+                return UniqueConflict(type(exc).__name__)
+        return await self._fetch(conn, step, rendered.text, args)
+
+    @staticmethod
+    async def _fetch(conn: asyncpg.Connection, step: Step, text: str, args: list[Any]) -> Any:
+        if step.fetch == "rows":
+            return await conn.fetch(text, *args)
+        if step.fetch == "row":
+            return await conn.fetchrow(text, *args)
+        if step.fetch == "value":
+            return await conn.fetchval(text, *args)
+        status: str = await conn.execute(text, *args)
+        return int(status.rsplit(" ", 1)[-1])
+
+    # -- the hot path: one statement each -------------------------------------------------
+    def rejects_row(self, exc: BaseException) -> bool:
+        """Data exceptions (class 22: a NUL or a lone surrogate in a text, a bad encoding),
+        integrity violations (23) and program limits (54000: a key over the btree's
+        maximum row size)."""
+        cause = exc.__cause__ if isinstance(exc, StoreError) else exc
+        if not isinstance(cause, asyncpg.PostgresError):
+            return False
+        state = cause.sqlstate or ""
+        return state.startswith(("22", "23")) or state == "54000"
+
+    async def reserve_batch(self, items: Sequence[NewDelivery]) -> list[Reservation]:
+        answers: dict[str, Reservation] = {}
+        pending = list(items)
+        # A row committed by a concurrent receiver after the statement's snapshot is
+        # neither inserted nor visible to its update; such items go round again.
+        for _ in range(5):
+            if not pending:
+                break
+            try:
+                found = await self._reserve_once(pending)
+            except StoreError as exc:
+                # Receivers in other processes may lock the same rows in another order.
+                if isinstance(exc.__cause__, asyncpg.DeadlockDetectedError):
+                    continue
+                raise
+            for row in found:
+                if row["outcome"] != "notify":
+                    answers[row["request_id"]] = Reservation(
+                        outcome=row["outcome"],
+                        delivery_id=row["delivery_id"],
+                        conflict=bool(row["conflict"]),
+                        first_body_sha256=row["body_sha256"] or "",
+                    )
+            pending = [item for item in pending if item.id not in answers]
+        if pending:
+            raise StoreError("could not settle a reservation after repeated conflicts")
+        return [answers[item.id] for item in items]
+
+    async def _reserve_once(self, items: Sequence[NewDelivery]) -> list[asyncpg.Record]:
+        jobs = [(job, item) for item in items for job in item.jobs]
+        params = {
+            "ids": [i.id for i in items],
+            "sources": [i.source for i in items],
+            "event_ids": [i.event_id for i in items],
+            "event_types": [i.event_type for i in items],
+            "shas": [i.body_sha256 for i in items],
+            "bodies": [i.body for i in items],
+            "headers": [orjson.dumps(i.headers).decode() for i in items],
+            "seen": [i.seen for i in items],
+            "job_ids": [job.id for job, _ in jobs],
+            "job_deliveries": [item.id for _, item in jobs],
+            "job_sources": [item.source for _, item in jobs],
+            "job_actions": [job.action for job, _ in jobs],
+            "job_max_attempts": [item.max_attempts for _, item in jobs],
+        }
+        rendered = self.dialect.render(statements.RESERVE)
+        async with self._conn() as conn:
+            found: list[asyncpg.Record] = await conn.fetch(
+                rendered.text,
+                *(params[name] for name in rendered.names),
+                timeout=_RESERVE_TIMEOUT,
+            )
+        return found
+
+    async def claim_due_jobs(
+        self, worker_id: str, limit: int, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        token = new_lease_token()
+        found = await self.rows(
+            statements.CLAIM,
+            limit=limit,
+            token=token,
+            worker=worker_id,
+            lease=float(lease_seconds),
+            **LEASE_EXPIRED,
+        )
+        return [ClaimedJob.from_row(r, token) for r in found]
+
+    async def finish_job(self, params: Mapping[str, Any]) -> bool:
+        return bool(await self.value(statements.FINISH, **params))
+
+    async def fail_exhausted_leases(self) -> int:
+        return int(await self.value(statements.FAIL_EXHAUSTED, **LEASE_EXPIRED))
+
+    # -- waking workers -------------------------------------------------------------------
+    async def wait_for_jobs(self, timeout: float) -> None:
+        if self._listener is None or self._listener.is_closed():
+            await self._listen()
+        with suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._wakeup.wait(), timeout)
+        self._wakeup.clear()
+
+    async def _listen(self) -> None:
+        """A dedicated LISTEN connection; when it cannot be had, workers simply poll."""
+        self._listener = None
+        try:
+            conn = await asyncpg.connect(self.url, timeout=_CONNECT_TIMEOUT)
+            await conn.add_listener(statements.NOTIFY_CHANNEL, self._on_notify)
+        except (*_UNAVAILABLE, asyncpg.PostgresError):
+            return
+        self._listener = conn
+
+    def _on_notify(self, *_: object) -> None:
+        self._wakeup.set()

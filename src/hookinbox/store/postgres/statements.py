@@ -1,0 +1,120 @@
+"""PostgreSQL's hot path: reserve, claim and settle, each ONE statement (one round trip).
+
+The portable transactions of :mod:`hookinbox.store.hot_path` take several statements;
+here data-modifying CTEs do the same work in one, built from the same fragments. The
+reservation is a whole batch over ``unnest`` arrays, in autocommit: a repeat costs an
+``ON CONFLICT DO NOTHING``, never an aborted transaction, and ``pg_notify`` inside the
+statement wakes the workers at its commit. Claims take ``FOR UPDATE SKIP LOCKED``.
+"""
+
+from __future__ import annotations
+
+from hookinbox.store.hot_path import (
+    CLAIMED_COLUMNS,
+    DUE_JOBS,
+    END_ATTEMPT,
+    EXHAUST_JOB,
+    FINISH_JOB,
+    LEASE_EXHAUSTED,
+    LEASE_HELD,
+    LEASE_JOB,
+    START_ATTEMPTS_FROM,
+)
+from hookinbox.store.sql import Sql
+
+NOTIFY_CHANNEL = "hookinbox_jobs"
+NOTIFY = Sql(f"SELECT pg_notify('{NOTIFY_CHANNEL}', '')")
+
+# A row committed by a concurrent receiver after this statement's snapshot is neither
+# inserted nor visible to the update: its item gets no answer and goes round again.
+RESERVE = Sql(
+    """
+WITH input AS (
+    SELECT * FROM unnest(:ids::text[], :sources::text[], :event_ids::text[],
+                         :event_types::text[], :shas::text[], :bodies::bytea[],
+                         :headers::text[], :seen::int[])
+        AS t(id, source, event_id, event_type, body_sha256, body, headers, seen)
+),
+ins AS (
+    INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count)
+    SELECT id, source, event_id, event_type, body_sha256, seen FROM input
+    ON CONFLICT (source, event_id) DO NOTHING
+    RETURNING id
+),
+pay AS (
+    INSERT INTO payloads (delivery_id, body, headers)
+    SELECT i.id, i.body, i.headers FROM input i JOIN ins ON ins.id = i.id
+),
+new_jobs AS (
+    INSERT INTO jobs (id, delivery_id, source, action, max_attempts)
+    SELECT j.id, j.delivery_id, j.source, j.action, j.max_attempts
+    FROM unnest(:job_ids::text[], :job_deliveries::text[], :job_sources::text[],
+                :job_actions::text[], :job_max_attempts::int[])
+        AS j(id, delivery_id, source, action, max_attempts)
+    JOIN ins ON ins.id = j.delivery_id
+),
+dup AS (
+    UPDATE deliveries d
+    SET last_seen_at = now(),
+        delivery_count = d.delivery_count + i.seen,
+        conflicts = d.conflicts + i.seen * (d.body_sha256 <> i.body_sha256)::int
+    FROM input i
+    WHERE d.source = i.source AND d.event_id = i.event_id
+      AND NOT EXISTS (SELECT 1 FROM ins WHERE ins.id = i.id)
+    RETURNING i.id AS request_id, d.id AS delivery_id, d.body_sha256,
+              d.body_sha256 <> i.body_sha256 AS conflict
+),
+notify AS (
+    SELECT pg_notify('"""
+    + NOTIFY_CHANNEL
+    + """', '') FROM (SELECT 1 FROM ins LIMIT 1) AS any_new
+)
+SELECT 'accepted' AS outcome, id AS request_id, id AS delivery_id,
+       NULL::text AS body_sha256, false AS conflict FROM ins
+UNION ALL
+SELECT 'duplicate', request_id, delivery_id, body_sha256, conflict FROM dup
+UNION ALL
+SELECT 'notify', NULL, NULL, NULL, false FROM notify
+"""
+)
+
+CLAIM = Sql(
+    f"""
+WITH due AS (
+    SELECT id FROM jobs WHERE {DUE_JOBS}
+    ORDER BY next_attempt_at LIMIT :limit FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE jobs j SET {LEASE_JOB} FROM due WHERE j.id = due.id
+    RETURNING {", ".join("j." + c for c in CLAIMED_COLUMNS.split(", "))}
+),
+expired AS (
+    UPDATE attempts a SET {END_ATTEMPT}
+    FROM claimed c WHERE a.job_id = c.id AND a.ended_at IS NULL
+),
+started AS ({START_ATTEMPTS_FROM}claimed)
+SELECT c.*, d.event_id, d.event_type, p.body, p.headers
+FROM claimed c
+JOIN deliveries d ON d.id = c.delivery_id
+LEFT JOIN payloads p ON p.delivery_id = c.delivery_id
+"""
+)
+
+
+def _closing_attempts(update_jobs: str) -> Sql:
+    """``update_jobs`` (an UPDATE of jobs) with the end of the attempts of the jobs it
+    changed, in one statement; answers how many jobs it changed."""
+    return Sql(
+        f"""
+WITH done AS ({update_jobs} RETURNING id),
+ended AS (
+    UPDATE attempts a SET {END_ATTEMPT}
+    FROM done WHERE a.job_id = done.id AND a.ended_at IS NULL
+)
+SELECT count(*) FROM done
+"""
+    )
+
+
+FINISH = _closing_attempts(f"UPDATE jobs SET {FINISH_JOB} WHERE {LEASE_HELD}")
+FAIL_EXHAUSTED = _closing_attempts(f"UPDATE jobs SET {EXHAUST_JOB} WHERE {LEASE_EXHAUSTED}")

@@ -1,0 +1,246 @@
+"""The job queue: claiming, leases, settling, dead letters and their retry.
+
+States of a job: ``accepted`` (waiting, incl. a scheduled retry) -> ``processing``
+(leased) -> ``completed`` | back to ``accepted`` | ``failed`` (a dead letter). Every
+time comes from the database clock, never a worker's. Claim and settle are the hot path
+(:mod:`hookinbox.store.hot_path`, one statement each on PostgreSQL); the rest is here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from hookinbox.codes import AttemptOutcome
+from hookinbox.store.audit import AUDIT
+from hookinbox.store.hot_path import (
+    CLEAR_LEASE,
+    LEASE_HELD,
+    finish_params,
+)
+from hookinbox.store.operator_records import JobDetail
+from hookinbox.store.records import AttemptView, ClaimedJob, JobState
+from hookinbox.store.sql import WAKE, Sql, Tx, literal, many, rows
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from hookinbox.store.driver import Driver
+
+#: One job with its delivery's identity (a dead letter, a retry, a replay).
+JOB_DETAIL = (
+    "SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,"
+    " j.last_error, j.trigger, d.event_id, d.event_type, j.business_id,"
+    " EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = j.delivery_id)"
+    " AS payload_retained, j.created_at, j.updated_at, j.completed_at, j.failed_at,"
+    " (SELECT min(a.ended_at) FROM attempts a WHERE a.job_id = j.id"
+    f" AND a.outcome <> {literal(AttemptOutcome.COMPLETED)}) AS first_failed_at,"
+    " j.lease_expires_at FROM jobs j JOIN deliveries d ON d.id = j.delivery_id"
+)
+_GET_JOB = Sql(JOB_DETAIL + " WHERE j.id = :id")
+
+#: How the one dead-letter list is ordered: ``newest_job`` walks the time-ordered job id
+#: (the admin's pages), the others the failure time (the CLI's list, a bulk retry).
+#: ``before`` (a job id) continues after that job in the same order; with a failure
+#: order it must still be a dead letter (a retried job has no failure time).
+DeadLetterOrder = Literal["newest_job", "newest_failure", "oldest_failure"]
+_ORDERS: dict[DeadLetterOrder, tuple[str, str]] = {
+    "newest_job": ("j.id < :before", "j.id DESC"),
+    "newest_failure": (
+        "(j.failed_at, j.id) < (SELECT failed_at, id FROM jobs WHERE id = :before)",
+        "j.failed_at DESC, j.id DESC",
+    ),
+    "oldest_failure": (
+        "(j.failed_at, j.id) > (SELECT failed_at, id FROM jobs WHERE id = :before)",
+        "j.failed_at, j.id",
+    ),
+}
+_DEAD_LETTERS = {
+    order: Sql(
+        JOB_DETAIL + " WHERE j.state = 'failed'"
+        " AND (j.source = :source OR :source IS NULL)"
+        " AND (j.action = :action OR :action IS NULL)"
+        " AND (j.last_error = :reason OR :reason IS NULL)"
+        " AND (j.failed_at >= :since OR :since IS NULL)"
+        f" AND ({after} OR :before IS NULL) ORDER BY {by} LIMIT :limit"
+    )
+    for order, (after, by) in _ORDERS.items()
+}
+_ATTEMPTS = Sql(
+    "SELECT number, trigger, worker, started_at, ended_at, outcome, error_code"
+    " FROM attempts WHERE job_id = :id ORDER BY id"
+)
+_RENEW = Sql("UPDATE jobs SET lease_expires_at = {now} + {secs:lease} WHERE " + LEASE_HELD)
+_REQUEUE = Sql(
+    "UPDATE jobs SET state = 'accepted', attempts = 0, max_attempts = :max_attempts,"
+    " next_attempt_at = {now}, trigger = :trigger, last_error = NULL, completed_at = NULL,"
+    f" failed_at = NULL, {CLEAR_LEASE}"
+    " WHERE id {in:ids} AND state {in:states} RETURNING id, source, delivery_id"
+)
+
+
+def _requeue(
+    job_ids: Sequence[str],
+    states: Sequence[JobState],
+    trigger: str,
+    max_attempts: int,
+    actor: str,
+    command: str,
+) -> Tx[list[str]]:
+    moved = yield rows(
+        _REQUEUE, ids=list(job_ids), states=list(states), trigger=trigger, max_attempts=max_attempts
+    )
+    by_id = {job["id"]: job for job in moved}
+    ordered = [by_id[job_id] for job_id in dict.fromkeys(job_ids) if job_id in by_id]
+    if ordered:
+        audit = {"actor": actor, "command": command, "detail": f"trigger={trigger}"}
+        lines = [
+            {**audit, "source": j["source"], "delivery_id": j["delivery_id"], "job_id": j["id"]}
+            for j in ordered
+        ]
+        yield many(AUDIT, lines)
+        yield WAKE
+    return [job["id"] for job in ordered]
+
+
+class Queue:
+    def __init__(self, db: Driver) -> None:
+        self._db = db
+
+    async def claim_due_jobs(
+        self, worker_id: str, limit: int, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        """Lease up to ``limit`` due jobs: accepted and due, or processing with an expired
+        lease and attempts left. Each claim counts an attempt."""
+        return await self._db.claim_due_jobs(worker_id, limit, float(lease_seconds))
+
+    async def renew_lease(self, job_id: str, lease_token: str, lease_seconds: float) -> bool:
+        changed = await self._db.count(
+            _RENEW, id=job_id, token=lease_token, lease=float(lease_seconds)
+        )
+        return changed == 1
+
+    async def _finish(
+        self,
+        job_id: str,
+        lease_token: str,
+        state: JobState,
+        outcome: AttemptOutcome,
+        error_code: str | None = None,
+        *,
+        business_id: str | None = None,
+        delay_seconds: float = 0.0,
+        refund_attempt: bool = False,
+    ) -> bool:
+        """End the job's current attempt with ``outcome`` and move the job to ``state``,
+        only while ``lease_token`` still holds its lease; False when the lease was lost."""
+        params = finish_params(
+            job_id,
+            lease_token,
+            state=state,
+            outcome=outcome,
+            error_code=error_code,
+            business_id=business_id,
+            delay_seconds=delay_seconds,
+            refund_attempt=refund_attempt,
+        )
+        return await self._db.finish_job(params)
+
+    async def complete_job(self, job_id: str, lease_token: str, business_id: str | None) -> bool:
+        """Mark completed if the lease is still ours; False when it was lost."""
+        return await self._finish(
+            job_id, lease_token, "completed", AttemptOutcome.COMPLETED, business_id=business_id
+        )
+
+    async def retry_job(
+        self, job_id: str, lease_token: str, error_code: str, delay_seconds: float
+    ) -> bool:
+        """Back to accepted, due after ``delay_seconds`` from the database clock."""
+        return await self._finish(
+            job_id,
+            lease_token,
+            "accepted",
+            AttemptOutcome.RETRY,
+            error_code,
+            delay_seconds=delay_seconds,
+        )
+
+    async def defer_job(
+        self, job_id: str, lease_token: str, reason: str, delay_seconds: float
+    ) -> bool:
+        """Back to accepted after ``delay_seconds`` without spending an attempt: the job
+        waits for something outside itself (another job holding its effect's key)."""
+        return await self._finish(
+            job_id,
+            lease_token,
+            "accepted",
+            AttemptOutcome.DEFERRED,
+            reason,
+            delay_seconds=delay_seconds,
+            refund_attempt=True,
+        )
+
+    async def fail_job(self, job_id: str, lease_token: str, error_code: str) -> bool:
+        """Dead-letter the job with its error code."""
+        return await self._finish(job_id, lease_token, "failed", AttemptOutcome.FAILED, error_code)
+
+    async def fail_exhausted_leases(self) -> int:
+        """Dead-letter jobs whose lease expired with no attempts left (their worker died on
+        the last attempt); return how many."""
+        return await self._db.fail_exhausted_leases()
+
+    async def wait_for_jobs(self, timeout: float) -> None:
+        """Return when new jobs may be due (a notification) or after ``timeout``."""
+        await self._db.wait_for_jobs(timeout)
+
+    async def requeue_jobs(
+        self,
+        job_ids: Sequence[str],
+        *,
+        from_states: Sequence[JobState],
+        trigger: str,
+        max_attempts: int,
+        actor: str,
+        command: str,
+    ) -> list[str]:
+        """Atomically put back to ``accepted`` (due now, attempts reset, ``trigger`` set for
+        the next claim) those of ``job_ids`` that are in one of ``from_states`` right now;
+        audit each as ``command`` by ``actor``; wake the workers. Returns the ids moved."""
+        return await self._db.run(
+            _requeue(job_ids, from_states, trigger, max_attempts, actor, command)
+        )
+
+    async def get_job(self, job_id: str) -> JobDetail | None:
+        """One job with its delivery's identity, or None."""
+        found = await self._db.row(_GET_JOB, id=job_id)
+        return JobDetail.from_row(found, self._db.decode_time) if found is not None else None
+
+    async def list_attempts(self, job_id: str) -> list[AttemptView]:
+        """Every attempt of a job, oldest first."""
+        found = await self._db.rows(_ATTEMPTS, id=job_id)
+        return [AttemptView.from_row(r, self._db.decode_time) for r in found]
+
+    async def list_dead_letters(
+        self,
+        *,
+        source: str | None = None,
+        action: str | None = None,
+        reason: str | None = None,
+        since: datetime | None = None,
+        before: str | None = None,
+        order: DeadLetterOrder = "newest_job",
+        limit: int = 50,
+    ) -> list[JobDetail]:
+        """Failed jobs (the one dead-letter listing): of a source, an action, with a
+        last error (``reason``), failed at or after ``since``; a keyset page after the
+        job ``before`` in ``order``."""
+        found = await self._db.rows(
+            _DEAD_LETTERS[order],
+            source=source,
+            action=action,
+            reason=reason,
+            since=since,
+            before=before,
+            limit=limit,
+        )
+        return [JobDetail.from_row(r, self._db.decode_time) for r in found]

@@ -1,0 +1,301 @@
+"""The records the store exchanges with its callers, and how each is read from a row.
+
+One time type: every time in a record or a query object is a timezone-aware UTC
+``datetime`` (durations stay float seconds). Rows come from ``sqlite3.Row`` or
+``asyncpg.Record``, both read as ``row["column"]``; a record is built from one by
+:meth:`Record.from_row` with the driver's ``decode_time`` (SQLite keeps REAL unix
+seconds, PostgreSQL timestamptz). Every ``as_json`` holds ids, codes, counts and times,
+never a payload. The operators' records are in :mod:`hookinbox.store.operator_records`,
+tracked resources' and the outbox's in :mod:`hookinbox.store.resource_records`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import MISSING, dataclass, field, fields
+from datetime import datetime
+from typing import Any, Literal, Self, TypeVar, get_args
+
+from hookinbox.store.sql import DecodeTime, Row
+
+JobState = Literal["accepted", "processing", "completed", "failed"]
+JOB_STATES: tuple[JobState, ...] = get_args(JobState)
+DeliveryStatus = Literal["accepted", "processing", "completed", "failed"]
+
+R = TypeVar("R")
+
+
+_COLUMNS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def _columns(cls: type) -> tuple[tuple[str, str], ...]:
+    """``(field, how to read it)`` for the fields a row fills (those without a default)."""
+    found = _COLUMNS.get(cls)
+    if found is None:
+        found = _COLUMNS[cls] = tuple(
+            (f.name, "time" if "datetime" in str(f.type) else "bool" if f.type == "bool" else "")
+            for f in fields(cls)
+            if f.default is MISSING and f.default_factory is MISSING
+        )
+    return found
+
+
+def build(cls: type[R], row: Row, decode_time: DecodeTime, **given: Any) -> R:
+    """``cls`` from the row's columns of the same names: times through ``decode_time``,
+    booleans through ``bool`` (SQLite answers 0/1); ``given`` fields win."""
+    values = dict(given)
+    for name, kind in _columns(cls):
+        if name not in values:
+            raw = row[name]
+            values[name] = (
+                decode_time(raw) if kind == "time" else bool(raw) if kind == "bool" else raw
+            )
+    return cls(**values)
+
+
+class Record:
+    """A record whose fields are columns of the same names (override for the others)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_row(cls, row: Row, decode_time: DecodeTime, **given: Any) -> Self:
+        return build(cls, row, decode_time, **given)
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def _json(text: str | None) -> Any:
+    return json.loads(text) if text is not None else None
+
+
+def no_times(value: Any) -> datetime | None:
+    raise TypeError("this record has no time column")
+
+
+# -- receiving -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    id: str
+    action: str
+
+
+@dataclass(frozen=True, slots=True)
+class NewDelivery:
+    """A verified delivery ready to be reserved, with the jobs its routes produce."""
+
+    id: str
+    source: str
+    event_id: str
+    event_type: str
+    body_sha256: str
+    body: bytes
+    #: The headers a forward needs again (content type and the provider's signature headers).
+    headers: dict[str, str]
+    jobs: tuple[NewJob, ...]
+    max_attempts: int
+    #: How many identical deliveries of this event the batch folded into this one.
+    seen: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """The answer to one reservation: accepted (first time) or duplicate."""
+
+    outcome: Literal["accepted", "duplicate"]
+    delivery_id: str
+    #: A duplicate whose body hash differs from the first delivery's.
+    conflict: bool = False
+    #: The body hash recorded by the first delivery (to log both on a conflict).
+    first_body_sha256: str = ""
+
+
+# -- working -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """A job leased to one worker until its lease expires; ``lease_token`` proves it."""
+
+    id: str
+    delivery_id: str
+    source: str
+    action: str
+    attempts: int
+    max_attempts: int
+    lease_token: str
+    event_id: str
+    event_type: str
+    trigger: str
+    #: None once the payload is purged.
+    body: bytes | None
+    headers: dict[str, str]
+
+    @classmethod
+    def from_row(cls, row: Row, lease_token: str) -> ClaimedJob:
+        """From a claim's row joined with its delivery and payload (no times in it)."""
+        body, headers = row["body"], row["headers"]
+        return build(
+            cls,
+            row,
+            no_times,
+            lease_token=lease_token,
+            body=bytes(body) if body is not None else None,
+            headers=json.loads(headers) if headers else {},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EffectRecord(Record):
+    key: str
+    state: Literal["started", "recorded"]
+    job_id: str | None
+    result: Any
+    created_at: datetime
+    recorded_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Row, decode_time: DecodeTime, **given: Any) -> Self:
+        return build(cls, row, decode_time, result=_json(row["result"]), **given)
+
+
+@dataclass(frozen=True, slots=True)
+class EffectStart:
+    """The answer of ``start_effect``."""
+
+    record: EffectRecord
+    #: This call wrote the ``started`` row: nobody made the effect before.
+    created: bool
+    #: The row was started by another job that still holds a live lease: its effect may
+    #: be under way right now, so this job must not look it up or make it again yet.
+    held_by_live_job: bool
+
+
+# -- reading -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JobView(Record):
+    id: str
+    action: str
+    state: JobState
+    attempts: int
+    max_attempts: int
+    last_error: str | None
+    next_attempt_at: datetime | None
+    lease_expires_at: datetime | None
+    business_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "job_id": self.id,
+            "action": self.action,
+            "state": self.state,
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "last_error": self.last_error,
+            "next_attempt_at": iso(self.next_attempt_at) if self.state == "accepted" else None,
+            "lease_expires_at": iso(self.lease_expires_at) if self.state == "processing" else None,
+            "business_id": self.business_id,
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptView(Record):
+    number: int
+    trigger: str
+    worker: str
+    started_at: datetime
+    ended_at: datetime | None
+    outcome: str | None
+    error_code: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "trigger": self.trigger,
+            "worker": self.worker,
+            "started_at": iso(self.started_at),
+            "ended_at": iso(self.ended_at),
+            "outcome": self.outcome,
+            "error_code": self.error_code,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryView(Record):
+    id: str
+    source: str
+    event_id: str
+    event_type: str
+    body_sha256: str
+    first_seen_at: datetime
+    last_seen_at: datetime
+    delivery_count: int
+    conflicts: int
+    payload_retained: bool
+    jobs: tuple[JobView, ...] = field(default=())
+    #: Set by list queries, which do not load the jobs themselves.
+    job_states: tuple[JobState, ...] = field(default=())
+
+    @classmethod
+    def listed(cls, row: Row, decode_time: DecodeTime) -> DeliveryView:
+        """From a list query's row, whose ``states`` column joins the jobs' states."""
+        states = tuple(row["states"].split(",")) if row["states"] else ()
+        return build(cls, row, decode_time, job_states=states)
+
+    @property
+    def status(self) -> DeliveryStatus:
+        return delivery_status(self.job_states or tuple(job.state for job in self.jobs))
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "delivery_id": self.id,
+            "source": self.source,
+            "event_id": self.event_id,
+            "type": self.event_type,
+            "status": self.status,
+            "first_seen_at": iso(self.first_seen_at),
+            "last_seen_at": iso(self.last_seen_at),
+            "delivery_count": self.delivery_count,
+            "conflicts": self.conflicts,
+            "body_sha256": self.body_sha256,
+            "payload_retained": self.payload_retained,
+            "jobs": [job.as_json() for job in self.jobs],
+        }
+
+
+def delivery_status(states: Sequence[JobState]) -> DeliveryStatus:
+    """The contract: completed when every job is, failed when any is, processing when any
+    is leased, else accepted. A delivery no route matched has nothing left to do."""
+    if "failed" in states:
+        return "failed"
+    if "processing" in states:
+        return "processing"
+    if all(state == "completed" for state in states):
+        return "completed"
+    return "accepted"
+
+
+@dataclass(frozen=True, slots=True)
+class DeliverySearch:
+    """A keyset page of the journal, newest first. ``since``/``until`` become bounds on
+    the time-ordered delivery id, so the primary key serves them."""
+
+    ref: str | None = None  # a delivery id or an event id
+    source: str | None = None
+    event_type: str | None = None
+    status: DeliveryStatus | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    before: str | None = None  # the last delivery id of the previous page
+    limit: int = 50
