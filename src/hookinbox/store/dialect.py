@@ -19,6 +19,13 @@ macro                  PostgreSQL                          SQLite
 ``{table_exists:x}``   whether table ``:x`` exists         the same
 =====================  ==================================  ====================================
 
+The schema (``store/schema/NNN_name.sql``) is written once too, with a few type macros
+(:meth:`Dialect.render_schema`): ``{time}`` (``timestamptz`` / ``REAL`` unix seconds),
+``{default_now}`` (`` DEFAULT now()`` / nothing: SQLite's statements always pass the time),
+``{ordered_text}`` (``text COLLATE "C"`` / ``text``, whose default collation is already
+byte order), ``{bytes}``, ``{serial}`` (an auto-numbered primary key) and ``{flag:col}``
+(``boolean`` / a 0-or-1 ``INTEGER``).
+
 Placeholders are ``:name``. SQLite binds them as they are; PostgreSQL's are turned into
 ``$1..$n`` (a name used twice is one number). PostgreSQL types a parameter where it
 first appears, so write ``(col = :x OR :x IS NULL)``, never ``:x IS NULL OR ...``.
@@ -60,9 +67,17 @@ class _Macro:
 
 
 class Dialect:
-    def __init__(self, name: str, macros: Mapping[str, Callable[[str], str]], *, numbered: bool):
+    def __init__(
+        self,
+        name: str,
+        macros: Mapping[str, Callable[[str], str]],
+        *,
+        schema: Mapping[str, Callable[[str], str]],
+        numbered: bool,
+    ):
         self.name = name
         self._macros = {key: _Macro(fn) for key, fn in macros.items()}
+        self._schema = {key: _Macro(fn) for key, fn in schema.items()}
         self._numbered = numbered
         self._cache: dict[Sql, Rendered] = {}
 
@@ -71,6 +86,10 @@ class Dialect:
         if done is None:
             done = self._cache[sql] = self._render(sql.text)
         return done
+
+    def render_schema(self, template: str) -> str:
+        """A migration template as this database runs it."""
+        return template.format_map(self._schema)
 
     def _render(self, template: str) -> Rendered:
         text = template.format_map(self._macros)
@@ -105,6 +124,14 @@ POSTGRES = Dialect(
         ),
         "table_exists": lambda x: f"to_regclass(:{x}) IS NOT NULL",
     },
+    schema={
+        "time": lambda _: "timestamptz",
+        "default_now": lambda _: " DEFAULT now()",
+        "ordered_text": lambda _: 'text COLLATE "C"',
+        "bytes": lambda _: "bytea",
+        "serial": lambda _: "bigserial PRIMARY KEY",
+        "flag": lambda _: "boolean NOT NULL DEFAULT false",
+    },
     numbered=True,
 )
 
@@ -125,6 +152,14 @@ SQLITE = Dialect(
         "table_exists": lambda x: (
             f"EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :{x})"
         ),
+    },
+    schema={
+        "time": lambda _: "REAL",
+        "default_now": lambda _: "",
+        "ordered_text": lambda _: "TEXT",
+        "bytes": lambda _: "BLOB",
+        "serial": lambda _: "INTEGER PRIMARY KEY AUTOINCREMENT",
+        "flag": lambda col: f"INTEGER NOT NULL DEFAULT 0 CHECK ({col} IN (0, 1))",
     },
     numbered=False,
 )

@@ -120,7 +120,7 @@ class PostgresDriver(Driver):
                 " applied_at timestamptz NOT NULL DEFAULT now())"
             )
             done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
-            for migration in load_migrations("hookinbox.store.postgres"):
+            for migration in load_migrations("hookinbox.store.postgres", POSTGRES):
                 if migration.version in done:
                     continue
                 await conn.execute(migration.sql)

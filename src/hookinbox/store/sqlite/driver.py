@@ -184,7 +184,7 @@ class SQLiteDriver(Driver):
             )
             done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
             applied = []
-            for migration in load_migrations("hookinbox.store.sqlite"):
+            for migration in load_migrations("hookinbox.store.sqlite", SQLITE):
                 if migration.version in done:
                     continue
                 # One script, one transaction: a second process racing us fails on the

@@ -1,4 +1,4 @@
--- Tracked resources (issue 4): resources moved by a declared state machine, the log of
+-- Tracked resources: resources moved by a declared state machine, the log of
 -- every transition tried, events parked until their resource is known, and the outbox.
 
 -- A resource the application created (a video task); provider_ref is the provider's id
@@ -11,8 +11,8 @@ CREATE TABLE resources (
     state        text NOT NULL,
     provider_ref text,
     version      integer NOT NULL DEFAULT 1,
-    created_at   timestamptz NOT NULL DEFAULT now(),
-    updated_at   timestamptz NOT NULL DEFAULT now(),
+    created_at   {time} NOT NULL{default_now},
+    updated_at   {time} NOT NULL{default_now},
     CONSTRAINT resources_kind_provider_ref_key UNIQUE (kind, provider_ref)
 );
 CREATE INDEX resources_tenant_idx ON resources (tenant, kind, id);
@@ -20,7 +20,7 @@ CREATE INDEX resources_kind_state_idx ON resources (kind, state);
 
 -- Every transition tried: created, attached, applied, or rejected with its reason.
 CREATE TABLE resource_transitions (
-    id          bigserial PRIMARY KEY,
+    id          {serial},
     resource_id text NOT NULL REFERENCES resources (id) ON DELETE CASCADE,
     from_state  text,
     to_state    text,
@@ -31,7 +31,7 @@ CREATE TABLE resource_transitions (
     event_type  text,
     event_time  text,
     outbox_key  text,
-    created_at  timestamptz NOT NULL DEFAULT now()
+    created_at  {time} NOT NULL{default_now}
 );
 CREATE INDEX resource_transitions_resource_idx ON resource_transitions (resource_id, id);
 CREATE INDEX resource_transitions_delivery_idx ON resource_transitions (delivery_id);
@@ -45,14 +45,14 @@ CREATE TABLE parked_events (
     kind         text NOT NULL,
     provider_ref text NOT NULL,
     checks       integer NOT NULL DEFAULT 1,
-    parked_at    timestamptz NOT NULL DEFAULT now(),
-    deadline     timestamptz NOT NULL
+    parked_at    {time} NOT NULL{default_now},
+    deadline     {time} NOT NULL
 );
 CREATE INDEX parked_events_ref_idx ON parked_events (kind, provider_ref);
 CREATE INDEX parked_events_deadline_idx ON parked_events (deadline);
 
 -- Notifications to send, written in the transition's transaction, sent by the relay
--- under their stable key (e.g. video-ready:{resource_id}), which is also the
+-- under their stable key (e.g. video-ready:res_...), which is also the
 -- Idempotency-Key. body is small JSON built from ids and states, never a payload.
 CREATE TABLE outbox (
     key              text PRIMARY KEY,
@@ -63,15 +63,15 @@ CREATE TABLE outbox (
     state            text NOT NULL DEFAULT 'pending'
                      CHECK (state IN ('pending', 'sending', 'sent', 'failed')),
     attempts         integer NOT NULL DEFAULT 0,
-    next_attempt_at  timestamptz NOT NULL DEFAULT now(),
+    next_attempt_at  {time} NOT NULL{default_now},
     lease_token      text,
     leased_by        text,
-    lease_expires_at timestamptz,
+    lease_expires_at {time},
     last_error       text,
-    created_at       timestamptz NOT NULL DEFAULT now(),
-    updated_at       timestamptz NOT NULL DEFAULT now(),
-    sent_at          timestamptz,
-    failed_at        timestamptz
+    created_at       {time} NOT NULL{default_now},
+    updated_at       {time} NOT NULL{default_now},
+    sent_at          {time},
+    failed_at        {time}
 );
 CREATE INDEX outbox_due_idx ON outbox (next_attempt_at) WHERE state = 'pending';
 CREATE INDEX outbox_lease_idx ON outbox (lease_expires_at) WHERE state = 'sending';

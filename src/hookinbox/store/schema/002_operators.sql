@@ -1,42 +1,41 @@
--- Operators (issue 3): pause state per source, an audit of operator commands, the ledger
+-- Operators: pause state per source, an audit of operator commands, the ledger
 -- rows a forced replay set aside, and indexes for purge and reconcile.
--- Times are unix seconds (REAL) from SQLite's clock: see hookinbox.store.dialect.SQLITE_NOW.
 
 -- A paused source answers 503 + Retry-After; every receiver process re-reads this table.
 CREATE TABLE source_state (
-    source     TEXT PRIMARY KEY,
-    paused     INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
-    reason     TEXT,
-    changed_at REAL NOT NULL,
-    changed_by TEXT NOT NULL
+    source     text PRIMARY KEY,
+    paused     {flag:paused},
+    reason     text,
+    changed_at {time} NOT NULL{default_now},
+    changed_by text NOT NULL
 );
 
 -- Who started what: every replay, dead-letter retry, pause, resume and forced effect.
 -- Ids and short codes only, never a payload.
 CREATE TABLE operator_actions (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    at          REAL NOT NULL,
-    actor       TEXT NOT NULL,
-    command     TEXT NOT NULL,
-    source      TEXT,
-    delivery_id TEXT,
-    job_id      TEXT,
-    detail      TEXT
+    id          {serial},
+    at          {time} NOT NULL{default_now},
+    actor       text NOT NULL,
+    command     text NOT NULL,
+    source      text,
+    delivery_id text,
+    job_id      text,
+    detail      text
 );
 CREATE INDEX operator_actions_delivery_idx ON operator_actions (delivery_id, id);
 CREATE INDEX operator_actions_job_idx ON operator_actions (job_id, id);
 
 -- Ledger rows moved aside by `replay --force-effects`, kept for the audit trail.
 CREATE TABLE effects_superseded (
-    id            INTEGER PRIMARY KEY AUTOINCREMENT,
-    key           TEXT NOT NULL,
-    job_id        TEXT,
-    state         TEXT NOT NULL,
-    result        TEXT,
-    created_at    REAL NOT NULL,
-    recorded_at   REAL,
-    superseded_at REAL NOT NULL,
-    superseded_by TEXT NOT NULL
+    id            {serial},
+    key           text NOT NULL,
+    job_id        text,
+    state         text NOT NULL,
+    result        text,
+    created_at    {time} NOT NULL,
+    recorded_at   {time},
+    superseded_at {time} NOT NULL{default_now},
+    superseded_by text NOT NULL
 );
 CREATE INDEX effects_superseded_job_idx ON effects_superseded (job_id);
 
