@@ -18,11 +18,13 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from hookinbox.admin.views import admin_routes
 from hookinbox.config import Config
 from hookinbox.errors import HookinboxError
 from hookinbox.http.health import healthz, readyz_endpoint
+from hookinbox.http.listeners import SplitByPort
 from hookinbox.http.metrics import StoreGauges, metrics_endpoint
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
@@ -106,7 +108,10 @@ class Inbox:
             lifespan=self.lifespan,
         )
         #: The ASGI app: deliveries take the fast path, the rest goes through Starlette.
-        self.app = WebhookFastPath(webhooks, routes_app)
+        #: With ``[server] admin_port``, each path answers on its own listener only.
+        self.app: ASGIApp = WebhookFastPath(webhooks, routes_app)
+        if config.server.admin_port is not None:
+            self.app = SplitByPort(self.app, config.server.admin_port)
 
     async def start(self) -> None:
         await self.store.open()

@@ -36,6 +36,7 @@ import contextlib
 import inspect
 import math
 import resource
+import socket
 import sys
 import weakref
 from dataclasses import dataclass
@@ -365,15 +366,28 @@ def uvicorn_config(
     )
 
 
-def run_server(app: Any, limits: ConnectionLimits, *, host: str, port: int, processes: int) -> None:
+def run_server(
+    app: Any,
+    limits: ConnectionLimits,
+    *,
+    host: str,
+    port: int,
+    processes: int,
+    operator: tuple[str, int] | None = None,
+) -> None:
     """Serve ``app`` until SIGINT/SIGTERM. With ``processes`` > 1, ``app`` is the import
-    string of an app factory that each process calls (``module:function``)."""
+    string of an app factory that each process calls (``module:function``). ``operator``
+    is a second ``(host, port)`` to serve the same app on (``[server] admin_port``; the
+    app itself decides which paths each port answers)."""
     ensure_open_files(limits)
     if processes == 1:
         config = uvicorn_config(app, limits, host=host, port=port)
         server = uvicorn.Server(config)
+        sockets = None
+        if operator is not None:
+            sockets = [config.bind_socket(), _operator_socket(config, *operator)]
         with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the SIGINT it caught
-            server.run()
+            server.run(sockets=sockets)
         if not server.started:
             sys.exit(3)  # uvicorn's STARTUP_FAILURE, as uvicorn.run
         return
@@ -381,10 +395,28 @@ def run_server(app: Any, limits: ConnectionLimits, *, host: str, port: int, proc
 
     config = uvicorn_config(app, limits, host=host, port=port, factory=True, workers=processes)
     sock = config.bind_socket()
+    sockets = [sock] if operator is None else [sock, _operator_socket(config, *operator)]
     # uvicorn.run's own sequence; older uvicorn releases also take the target.
     with contextlib.suppress(KeyboardInterrupt):
         if "target" in inspect.signature(Multiprocess).parameters:
             target = uvicorn.Server(config).run
-            Multiprocess(config, target=target, sockets=[sock]).run()  # type: ignore[call-arg,unused-ignore]
+            Multiprocess(config, target=target, sockets=sockets).run()  # type: ignore[call-arg,unused-ignore]
         else:
-            Multiprocess(config, sockets=[sock]).run()
+            Multiprocess(config, sockets=sockets).run()
+
+
+def _operator_socket(config: uvicorn.Config, host: str, port: int) -> socket.socket:
+    """The operator listener's socket, bound as uvicorn binds its own (address reuse,
+    inheritable by the processes of ``--processes N``); a port in use is one line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family=family)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"server.admin_port: cannot listen on {host}:{port} ({exc.strerror})"
+        ) from None
+    sock.set_inheritable(True)
+    return sock

@@ -57,8 +57,13 @@ def serve(
     limits = ConnectionLimits.from_config(config.server)
     bind_host = host or config.server.host
     bind_port = port if port is not None else config.server.port
+    operator = None
+    if config.server.admin_port is not None:
+        operator = (config.server.admin_host, config.server.admin_port)
     if processes == 1:
-        run_server(inbox.app, limits, host=bind_host, port=bind_port, processes=1)
+        run_server(
+            inbox.app, limits, host=bind_host, port=bind_port, processes=1, operator=operator
+        )
         return
     # Each process builds its own inbox from the same settings (see app_from_environment).
     os.environ.update(
@@ -70,7 +75,9 @@ def serve(
         }
     )
     factory = "hookinbox.app:app_from_environment"
-    run_server(factory, limits, host=bind_host, port=bind_port, processes=processes)
+    run_server(
+        factory, limits, host=bind_host, port=bind_port, processes=processes, operator=operator
+    )
 
 
 async def _preflight(config: Config) -> None:

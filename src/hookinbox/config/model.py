@@ -208,6 +208,13 @@ class Server(Frozen):
     host: str = "127.0.0.1"
     #: Its port (``--port`` overrides).
     port: int = Field(default=8080, ge=0, le=65535)
+    #: A second listener for operators: ``/metrics``, ``/admin`` and the operator API are
+    #: then served there only (and ``/webhooks`` only on ``port``), so the port that faces
+    #: the internet answers providers and health checks and nothing else. Unset: one
+    #: listener serves everything.
+    admin_port: int | None = Field(default=None, ge=1, le=65535)
+    #: The operator listener's address; unset, the loopback interface.
+    admin_host: str = "127.0.0.1"
     #: Most reservations written in one commit.
     batch_max: int = Field(default=256, ge=1, le=10000)
     #: How long the first reservation of a batch waits for others, in milliseconds; 0
@@ -230,6 +237,12 @@ class Server(Frozen):
     #: Open client connections per server process; at the cap a new one replaces the
     #: oldest idle or still-arriving one, or is answered 503.
     max_connections: int = Field(default=512, ge=1, le=1_000_000)
+
+    @model_validator(mode="after")
+    def _admin_port_apart(self) -> Server:
+        if self.admin_port is not None and self.admin_port == self.port:
+            raise ValueError("admin_port must differ from port (it is a second listener)")
+        return self
 
 
 class Config(Frozen):
