@@ -10,8 +10,13 @@ GITHUB_WEBHOOK_SECRET ?= quickstart-github-demo
 SHOPIFY_CLIENT_SECRET ?= quickstart-shopify-demo
 SLACK_SIGNING_SECRET  ?= quickstart-slack-demo
 VIDEO_WEBHOOK_SECRET  ?= quickstart-video-demo
+TWILIO_AUTH_TOKEN     ?= quickstart-twilio-demo
+PARTNER_API_KEY       ?= quickstart-partner-demo
+LEGACY_BASIC_AUTH     ?= quickstart:legacy-demo
+MUX_WEBHOOK_SECRET    ?= quickstart-mux-demo
 export QUICKSTART_SECRET STRIPE_WEBHOOK_SECRET GITHUB_WEBHOOK_SECRET SHOPIFY_CLIENT_SECRET
-export SLACK_SIGNING_SECRET VIDEO_WEBHOOK_SECRET
+export SLACK_SIGNING_SECRET VIDEO_WEBHOOK_SECRET TWILIO_AUTH_TOKEN PARTNER_API_KEY
+export LEGACY_BASIC_AUTH MUX_WEBHOOK_SECRET
 # Parallel test workers: the slow scenarios mostly wait on leases and processes.
 TEST_WORKERS ?= 4
 

@@ -30,10 +30,22 @@ from pydantic_core import PydanticUndefined
 
 from hookinbox.cli.main import main as cli_main
 from hookinbox.config import Config
+from hookinbox.config.filters import Condition
 from hookinbox.config.model import Route, Server, Source, Worker
+from hookinbox.config.notify import NotifierConfig
 from hookinbox.config.operations import Operations
+from hookinbox.config.rejected import RejectedSettings
 from hookinbox.config.resources import MachineConfig, OutboxSettings, ResourceBinding
-from hookinbox.config.schemes import FingerprintPolicy, HmacOptions, SdkOptions, ShopifyOptions
+from hookinbox.config.schemes import (
+    CredentialsOptions,
+    FingerprintPolicy,
+    HmacOptions,
+    SdkOptions,
+    ShopifyOptions,
+    StaticAnswer,
+    TwilioOptions,
+)
+from hookinbox.config.telemetry import OtelSettings
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,9 +56,17 @@ TABLES: list[tuple[str, type[BaseModel], str]] = [
     ("[worker]", Worker, "Workers: concurrency, retries, leases, the services handlers ask for."),
     ("[sources.NAME]", Source, "One webhook endpoint, `POST /webhooks/NAME`."),
     ("[[sources.NAME.routes]]", Route, "Which events of a source run which action."),
+    ("sources.NAME.routes.filter = [...]", Condition, "One condition of a route's filter."),
     ("[sources.NAME.hmac]", HmacOptions, 'Options of `scheme = "hmac"`.'),
     ("[sources.NAME.shopify]", ShopifyOptions, 'Options of `scheme = "shopify"`.'),
     ("[sources.NAME.sdk]", SdkOptions, 'Options of `scheme = "sdk"`.'),
+    ("[sources.NAME.twilio]", TwilioOptions, 'Options of `scheme = "twilio"`.'),
+    (
+        "[sources.NAME.credentials]",
+        CredentialsOptions,
+        'Options of `scheme = "basic"` and `scheme = "api-key"`.',
+    ),
+    ("[sources.NAME.answer]", StaticAnswer, "The body an accepted delivery is answered with."),
     ("[sources.NAME.fingerprint]", FingerprintPolicy, "The id of an event that has none."),
     (
         "[sources.NAME.routes.resource]",
@@ -56,6 +76,9 @@ TABLES: list[tuple[str, type[BaseModel], str]] = [
     ("[machines.NAME]", MachineConfig, "A state machine of tracked resources."),
     ("[outbox]", OutboxSettings, "The relay that sends outbox rows."),
     ("[operations]", Operations, "Dead-letter review, retention, purge, pause."),
+    ("[rejected]", RejectedSettings, "Refused deliveries kept for a retry."),
+    ("[notify.NAME]", NotifierConfig, "Where notices of dead letters, pauses, refusals go."),
+    ("[otel]", OtelSettings, "OpenTelemetry traces (the extra `hookinbox[otel]`)."),
 ]
 
 
@@ -169,10 +192,11 @@ def configuration_page() -> str:
             lines += [inspect.cleandoc(doc), ""]
         comments = field_comments(model)
         lines += ["| key | type | default | bounds | what it is |", "|---|---|---|---|---|"]
-        for name, info in model.model_fields.items():
+        for field, info in model.model_fields.items():
+            name = info.alias or field
             lines.append(
                 f"| `{name}` | {cell(type_name(info.annotation))} | {cell(default_of(info))} | "
-                f"{cell(bounds(info))} | {cell(comments.get(name) or info.description or '')} |"
+                f"{cell(bounds(info))} | {cell(comments.get(field) or info.description or '')} |"
             )
         lines.append("")
     return "\n".join(lines)

@@ -40,6 +40,7 @@ from hookinbox.resources.relay import OutboxRelay
 from hookinbox.resources.service import Resources
 from hookinbox.resources.trace import TRACE_LAYERS
 from hookinbox.store import Store, open_store_for
+from hookinbox.tracing import build_tracing
 from hookinbox.work.worker import WorkerPool
 
 log = get_logger("hookinbox.app")
@@ -79,15 +80,23 @@ class Inbox:
         self.store_gauges = StoreGauges(config.sources)
         #: Paused sources, re-read from the store in the background (answers 503 meanwhile).
         self.paused = PausedSources(self.store, config.operations.pause_refresh_seconds)
-        self.receiver = Receiver(config, self.store, metrics=self.metrics, paused=self.paused)
+        #: OpenTelemetry spans, or a no-op (``[otel]``): one for the receiver and workers.
+        self.tracing = build_tracing(config)
+        self.receiver = Receiver(
+            config, self.store, metrics=self.metrics, paused=self.paused, tracing=self.tracing
+        )
         self.workers = (
-            WorkerPool(config, self.store, metrics=self.metrics, services=services)
+            WorkerPool(
+                config, self.store, metrics=self.metrics, services=services, tracing=self.tracing
+            )
             if run_workers
             else None
         )
         #: Tracked resources (``await inbox.resources.create(...)``) and the outbox relay.
         self.resources = Resources(self.store, build_machines(config.machines))
-        self.outbox = OutboxRelay(config.outbox, self.store) if run_workers else None
+        self.outbox = (
+            OutboxRelay(config.outbox, self.store, notify=config.notify) if run_workers else None
+        )
         self._relay_task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._worker_task: asyncio.Task[None] | None = None
@@ -142,7 +151,9 @@ class Inbox:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._ops_tasks = []
+        await self.receiver.rejected.drain()  # copies of refusals on their way to the store
         await self.store.close()
+        self.tracing.shutdown()  # flushes the spans still batched
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any = None) -> AsyncIterator[None]:

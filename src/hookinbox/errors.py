@@ -8,6 +8,7 @@ The tree::
     │   ├── MissingHeaders           missing_headers
     │   ├── InvalidHeaders           invalid_headers
     │   ├── InvalidSignature         invalid_signature
+    │   ├── InvalidCredentials       invalid_credentials
     │   ├── TimestampOutOfTolerance  timestamp_out_of_tolerance
     │   ├── MissingEventId           missing_event_id
     │   ├── InvalidEventId           invalid_event_id
@@ -15,7 +16,8 @@ The tree::
     │   └── MalformedJson            malformed_json
     │       ├── BodyTooDeep          body_too_deep
     │       ├── NumberOutOfRange     number_out_of_range
-    │       └── NulInBody            nul_in_body
+    │       ├── NulInBody            nul_in_body
+    │       └── MalformedForm        malformed_form
     ├── UnknownSource                unknown_source     HTTP 404
     ├── PayloadTooLarge              payload_too_large  HTTP 413
     ├── SourcePaused                 source_paused      HTTP 503
@@ -84,6 +86,12 @@ class InvalidSignature(VerificationError):
     code = "invalid_signature"
 
 
+class InvalidCredentials(VerificationError):
+    """No configured credential equals the one offered (HTTP Basic, a static API key)."""
+
+    code = "invalid_credentials"
+
+
 class TimestampOutOfTolerance(VerificationError):
     """The signed timestamp is outside the tolerance window."""
 
@@ -132,6 +140,13 @@ class NulInBody(MalformedJson):
     """A string in the body holds U+0000, which neither store's text can hold."""
 
     code = "nul_in_body"
+
+
+class MalformedForm(MalformedJson):
+    """The body is not a form (application/x-www-form-urlencoded) by the edge's rules:
+    percent-encoded UTF-8, at most 1,000 fields (docs/edge.md)."""
+
+    code = "malformed_form"
 
 
 class UnknownSource(HookinboxError):

@@ -28,6 +28,11 @@ def new_delivery_id() -> str:
     return f"dlv_{millis:012x}{random_part % (1 << _RANDOM_BITS):020x}"
 
 
+def new_rejected_id() -> str:
+    """``rej_`` + the same time-ordered digits as a delivery id: a rejected delivery."""
+    return "rej_" + new_delivery_id()[4:]
+
+
 def job_id(delivery_id: str, action: str) -> str:
     """A job's stable id: the same delivery and action always give the same id, which is
     also the Idempotency-Key a forward sends."""

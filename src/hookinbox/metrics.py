@@ -88,9 +88,10 @@ def multiprocess_dir() -> str | None:
 class RecentCounts:
     """Receipts per source, outcome and minute over the last hour, in this process.
 
-    The admin overview reads it for duplicates and refusals: a refused delivery is by
-    design never written to the store (a flood of forged requests must not cause writes),
-    so memory is the only place it can be counted cheaply; Prometheus keeps the long,
+    The admin overview reads it for duplicates and refusals: a refused delivery is never
+    journaled (a flood of forged requests must not cause writes; only a bounded,
+    rate-limited copy of signature refusals is kept, see receive/rejected.py), so memory
+    is the only place every refusal can be counted cheaply; Prometheus keeps the long,
     fleet-wide history from the counters."""
 
     def __init__(self, minutes: int = 60) -> None:
@@ -189,6 +190,14 @@ class Metrics:
             ["kind", "outcome"],
             registry=reg,
         )
+        self.rejected = Counter(
+            "hookinbox_rejected_deliveries",
+            "Deliveries refused for their signature or timestamp, by source, reason and what"
+            " became of the copy (kept, kept_without_body, rate_limited, busy, off,"
+            " store_error).",
+            ["source", "reason", "kept"],
+            registry=reg,
+        )
         self.handler_seconds = Histogram(
             "hookinbox_handler_seconds",
             "Time an action (handler or forward) ran, by source and action.",
@@ -211,6 +220,10 @@ class Metrics:
         children[0].inc()
         children[1].observe(time.perf_counter() - started)
         self.recent.add(label, outcome)
+
+    def rejected_delivery(self, source: str, reason: str, kept: str) -> None:
+        """A refusal for a signature or a timestamp, and whether a copy was kept."""
+        self.rejected.labels(self.source_label(source), reason, kept).inc()
 
     # -- working ----------------------------------------------------------------------
     def job_started(self, source: str, action: str) -> None:

@@ -1,4 +1,4 @@
-"""A delivery's body as data: the JSON object it must be, and JSON pointers into it.
+"""A delivery's body as data: the JSON object (or form) it must be, and JSON pointers into it.
 
 The receiver parses a body once its signature holds; the worker parses the stored body
 again for a handler; resource routes and fingerprints read fields by JSON pointer
@@ -19,6 +19,12 @@ where such an integer can be -- goes to the standard parser instead, which keeps
 integers exact; so does a body orjson refuses, to name what is wrong. That path is
 bounded: its depth is checked on the bytes before it recurses, its integers are bounded
 in digits before ``int()`` runs, and the body by the source's ``max_body_bytes``.
+
+A source may also take forms (``application/x-www-form-urlencoded``: Twilio, Slack's
+interactivity and slash commands): :func:`parse_form` reads one into a dict of strings
+(a repeated field into a list), with a field that holds JSON (Slack's ``payload=``)
+parsed by the JSON rules above. :class:`BodyFormat` says which a source's body is, from
+its config and the delivery's Content-Type, the same way for the receiver and the worker.
 """
 
 from __future__ import annotations
@@ -26,12 +32,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import parse_qsl
 
 import orjson
 
-from hookinbox.errors import BodyTooDeep, MalformedJson, NulInBody, NumberOutOfRange
+from hookinbox.errors import BodyTooDeep, MalformedForm, MalformedJson, NulInBody, NumberOutOfRange
 
 #: The deepest nesting of arrays and objects a body may have (serde_json's default;
 #: providers' payloads nest about ten deep). Far below Python's recursion limit, so a
@@ -202,3 +210,81 @@ def string_at(payload: Any, pointer: str | None) -> str | None:
     if isinstance(value, int):
         return str(value)
     return value if isinstance(value, str) and value else None
+
+
+#: The Content-Type of a form body.
+FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
+#: The most fields a form may have (a Twilio callback has about 30).
+MAX_FORM_FIELDS = 1000
+
+BodyKind = Literal["json", "form", "auto"]
+
+
+def is_form_content_type(content_type: str | None) -> bool:
+    """``application/x-www-form-urlencoded``, whatever its case and parameters."""
+    if not content_type:
+        return False
+    return content_type.split(";", 1)[0].strip().lower() == FORM_CONTENT_TYPE
+
+
+@dataclass(frozen=True, slots=True)
+class BodyFormat:
+    """How a source's bodies are read: ``json`` (every body a JSON object), ``form`` (every
+    body a form) or ``auto`` (a form when the Content-Type says so, else JSON).
+    ``json_fields``: form fields whose value is JSON (Slack's ``payload``)."""
+
+    kind: BodyKind = "json"
+    json_fields: tuple[str, ...] = ()
+
+    def is_form(self, content_type: str | None) -> bool:
+        if self.kind == "auto":
+            return is_form_content_type(content_type)
+        return self.kind == "form"
+
+    def parse(self, body: bytes, content_type: str | None) -> dict[str, Any]:
+        """The body as a dict, by the edge's rules for its kind."""
+        if self.is_form(content_type):
+            return parse_form(body, json_fields=self.json_fields)
+        return parse_json_object(body)
+
+
+#: What every source reads unless its config says otherwise.
+JSON_BODY = BodyFormat()
+
+
+def parse_form(body: bytes, *, json_fields: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A form body as ``{name: value}`` (a repeated name: a list of its values, in order).
+
+    The bytes must be ASCII (anything else travels percent-encoded) and decode to UTF-8;
+    at most :data:`MAX_FORM_FIELDS` fields; no U+0000 in a name or value (no store can
+    hold it) -- else :class:`~hookinbox.errors.MalformedForm` or ``nul_in_body``. A field
+    named in ``json_fields`` holds a JSON object, parsed by :func:`parse_json_object`.
+    """
+    if not body.isascii():
+        raise MalformedForm("A form body is ASCII; other bytes travel percent-encoded.")
+    try:
+        pairs = parse_qsl(
+            body.decode("ascii"),
+            keep_blank_values=True,
+            encoding="utf-8",
+            errors="strict",
+            max_num_fields=MAX_FORM_FIELDS,
+        )
+    except UnicodeDecodeError:
+        raise MalformedForm("A form field is not percent-encoded UTF-8.") from None
+    except ValueError:
+        raise MalformedForm(f"A form has at most {MAX_FORM_FIELDS} fields.") from None
+    form: dict[str, Any] = {}
+    for name, value in pairs:
+        if "\x00" in name or "\x00" in value:
+            raise NulInBody()
+        if name not in form:
+            form[name] = value
+        elif isinstance(form[name], list):
+            form[name].append(value)
+        else:
+            form[name] = [form[name], value]
+    for name in json_fields:
+        if isinstance(form.get(name), str):
+            form[name] = parse_json_object(form[name].encode("utf-8"))
+    return form

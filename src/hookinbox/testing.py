@@ -163,7 +163,9 @@ class InboxTest:
             services=self._services,
             name="hookinbox-test",
         )
-        self._relay = OutboxRelay(self.config.outbox, inbox.store, sender=self.outbox)
+        self._relay = OutboxRelay(
+            self.config.outbox, inbox.store, sender=self.outbox, notify=self.config.notify
+        )
         self._inbox = inbox
         await inbox.start()
         self._client = httpx.AsyncClient(

@@ -19,6 +19,7 @@ GET_ROUTES = [
     "/admin/dead-letters",
     "/admin/sources",
     "/admin/sources?reconcile=1",
+    "/admin/rejected",
 ]
 POST_ROUTES = [
     "/admin/logout",

@@ -73,6 +73,7 @@ async def test_every_command_on_an_empty_store(config_file: Path, store: Store) 
     assert [(s["kind"], s["candidates"]) for s in purge["steps"]] == [
         ("payloads", 0),
         ("deliveries", 0),
+        ("rejected", 0),
     ]
     report = ok_json(config_file, "reconcile")
     assert report["clean"] and report["total"] == 0

@@ -27,6 +27,10 @@ DEMO_SECRETS = {
     "SHOPIFY_CLIENT_SECRET": "quickstart-shopify-demo",
     "SLACK_SIGNING_SECRET": "quickstart-slack-demo",
     "VIDEO_WEBHOOK_SECRET": "quickstart-video-demo",
+    "TWILIO_AUTH_TOKEN": "quickstart-twilio-demo",
+    "PARTNER_API_KEY": "quickstart-partner-demo",
+    "LEGACY_BASIC_AUTH": "quickstart:legacy-demo",
+    "MUX_WEBHOOK_SECRET": "quickstart-mux-demo",
 }
 #: An event type each provider really sends.
 TYPES = {
@@ -37,6 +41,10 @@ TYPES = {
     "slack": "app_mention",
     "video": "completed",
     "openai-sdk": "response.completed",
+    "twilio": "delivered",
+    "partner": "order.paid",
+    "legacy": "order.paid",
+    "mux": "video.asset.ready",
 }
 
 

@@ -47,7 +47,7 @@ async def test_empty_store_reports_nothing(store: Store, db_url: str) -> None:
         "unrecorded_effects",
     }
     purged = await ops.purge(store, config)
-    assert [s.deleted for s in purged.steps] == [0, 0]
+    assert [s.deleted for s in purged.steps] == [0, 0, 0]
     with pytest.raises(NotFound):
         await ops.trace(store, config, "evt_missing")
     with pytest.raises(NotFound):

@@ -21,7 +21,7 @@ from tests.resources.support import NotifyService, outbox_settings, video_event,
 from tests.support.inbox import make_config, running_inbox
 from tests.support.journal import add_delivery
 from tests.support.processes import REPO, hookinbox_env
-from tests.support.waiting import wait_for
+from tests.support.waiting import wait_for, wait_for_status
 
 RESOURCE_CHECKS = (
     "terminal_without_delivery",
@@ -84,6 +84,10 @@ async def test_the_trace_of_a_delivery_shows_its_transitions_and_outbox_rows(
             for event_id, status, tenant in sends:
                 body, headers = video_event(event_id, status, "prov-1", tenant=tenant)
                 await client.post(inbox.url(), content=body, headers=headers)
+                if event_id == "evt_ready":
+                    # "Late" means after ready was applied: with four workers the two
+                    # could otherwise run in either order and both be applied.
+                    await wait_for_status(inbox.store, "evt_ready", "completed", timeout=10)
 
             async def settled() -> bool:
                 done = [await inbox.store.journal.get_delivery(e) for e in ("evt_late", "evt_evil")]

@@ -21,6 +21,8 @@ FINISHED: set[str] = set()
 def reset() -> None:
     CALLS.clear()
     TIMES.clear()
+    PAYLOADS.clear()
+    HEADERS.clear()
     FINISHED.clear()
 
 
@@ -28,6 +30,19 @@ async def count(event: Event, ctx: JobContext) -> str:
     CALLS[event.event_id] += 1
     TIMES[event.event_id].append(time.monotonic())
     return f"counted-{event.event_id}"
+
+
+#: The payloads ``record`` was given, by event id.
+PAYLOADS: dict[str, dict[str, Any]] = {}
+#: The stored headers ``record`` was given, by event id.
+HEADERS: dict[str, dict[str, str]] = {}
+
+
+async def record(event: Event, ctx: JobContext) -> None:
+    """Keeps the payload the handler was given (a form's fields, a JSON object)."""
+    CALLS[event.event_id] += 1
+    PAYLOADS[event.event_id] = event.payload
+    HEADERS[event.event_id] = event.headers
 
 
 def count_sync(event: Event, ctx: Any) -> None:

@@ -27,7 +27,15 @@ EXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "slack": ("slack", {}),
     "hmac": ("k", {"hmac": {"header": "x-sig", "id_pointer": "/id"}}),
     "sdk": ("whsec_" + "a2V5a2V5a2V5a2V5", {"sdk": {"provider": "standardwebhooks"}}),
+    "basic": ("user:pass", {"credentials": {"id_pointer": "/id", "type_pointer": "/type"}}),
+    "api-key": ("key", {"credentials": {"id_header": "x-event-id", "type_header": "x-type"}}),
+    "twilio": (
+        "token",
+        {"twilio": {"url": "https://h.example/t", "id_pointer": "/id", "type_pointer": "/type"}},
+    ),
 }
+#: Twilio posts forms.
+FORM_BODY = b"id=evt_1&type=thing.done&Body="
 
 
 def test_every_scheme_is_registered_and_has_an_example() -> None:
@@ -39,13 +47,15 @@ def test_what_send_signs_the_receiver_accepts(monkeypatch: pytest.MonkeyPatch, s
     secret, options = EXAMPLES[scheme]
     # Two secrets, as during a rotation: the new one signs, both are configured.
     old = "whsec_b2xkb2xkb2xk" if scheme in ("standard-webhooks", "sdk") else "old-secret"
+    old = "old:secret" if scheme == "basic" else old
+    body = FORM_BODY if scheme == "twilio" else BODY
     monkeypatch.setenv(SECRET_ENV, f"{old} {secret}")
     configured = source(scheme, **options)
     now = NOW if scheme != "sdk" else int(time.time())
     headers = build_signer("src", configured, secret).sign(
-        BODY, event_id="id_1", event_type="thing.done", timestamp=now
+        body, event_id="id_1", event_type="thing.done", timestamp=now
     )
-    event = build_verifier("src", configured).verify(BODY, headers, now=now)
+    event = build_verifier("src", configured).verify(body, headers, now=now)
     assert event.event_id in ("id_1", "evt_1", "Ev1")
     assert event.event_type == "thing.done"
 

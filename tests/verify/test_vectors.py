@@ -12,7 +12,19 @@ from verify_helpers import MakeVerifier, load_vectors
 
 from hookinbox.errors import VerificationError
 
-FILES = ("github", "shopify", "slack", "standard_webhooks", "stripe")
+FILES = (
+    "api_key",
+    "basic",
+    "github",
+    "mux",
+    "shopify",
+    "slack",
+    "slack_forms",
+    "standard_webhooks",
+    "stripe",
+    "twilio",
+    "zoom",
+)
 CASES = [(name, load_vectors(name), case) for name in FILES for case in load_vectors(name)["cases"]]
 
 
@@ -22,7 +34,8 @@ CASES = [(name, load_vectors(name), case) for name in FILES for case in load_vec
 def test_vector(
     make_verifier: MakeVerifier, file: str, vectors: dict[str, Any], case: dict[str, Any]
 ) -> None:
-    verifier = make_verifier(vectors["source"]["scheme"], vectors["secrets"])
+    options = {k: v for k, v in vectors["source"].items() if k != "scheme"}
+    verifier = make_verifier(vectors["source"]["scheme"], vectors["secrets"], **options)
     body = case["body"].encode()
     if case["expect"] != "ok":
         with pytest.raises(VerificationError) as caught:

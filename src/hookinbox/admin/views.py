@@ -56,6 +56,7 @@ from hookinbox.errors import HookinboxError, InvalidArgument
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
 from hookinbox.ops.reads import dead_letter_page, overview, search_deliveries, view_payload
+from hookinbox.ops.rejected import rejected_page
 from hookinbox.store import JOB_STATES, DeliverySearch, Store
 
 log = get_logger("hookinbox.admin")
@@ -105,6 +106,7 @@ class Admin:
                 Route("/dead-letters/retry", act(self.retry_one), methods=["POST"]),
                 Route("/dead-letters/retry-selected", act(self.retry_selected), methods=["POST"]),
                 Route("/sources", page(self.sources), methods=["GET"]),
+                Route("/rejected", page(self.rejected), methods=["GET"]),
                 Route("/sources/{name}/pause", act(self.pause), methods=["POST"]),
                 Route("/sources/{name}/resume", act(self.resume), methods=["POST"]),
             ]
@@ -340,6 +342,21 @@ class Admin:
             )
         return self._render(
             request, "sources.html", sources=report.sources, reconciliation=reconciliation
+        )
+
+    async def rejected(self, request: Request) -> Response:
+        """Kept rejected deliveries (read-only; retried from the CLI)."""
+        q = request.query_params
+        source = text_arg(q.get("source"), "source")
+        before = text_arg(q.get("before"), "page", max_length=MAX_REF)
+        found = await rejected_page(self.store, source=source, before=before, limit=PAGE + 1)
+        page, more = found.rejected[:PAGE], len(found.rejected) > PAGE
+        older = None
+        if more:
+            keep = {"source": source} if source else {}
+            older = urlencode({**keep, "before": page[-1].id})
+        return self._render(
+            request, "rejected.html", rejected=page, totals=found.totals, older=older
         )
 
     async def pause(self, request: Request) -> Response:

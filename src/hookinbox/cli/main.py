@@ -14,6 +14,7 @@ from hookinbox.cli.deliveries import deliveries
 from hookinbox.cli.dlq import dlq
 from hookinbox.cli.maintenance import purge, reconcile
 from hookinbox.cli.outbox import outbox
+from hookinbox.cli.rejected import rejected
 from hookinbox.cli.replay import replay
 from hookinbox.cli.resources import resources
 from hookinbox.cli.send import send
@@ -43,5 +44,6 @@ for command in (
     trace,
     resources,
     outbox,
+    rejected,
 ):
     main.add_command(command)

@@ -9,11 +9,12 @@ import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 
 from hookinbox.config import Config, Source
-from hookinbox.config.schemes import FingerprintPolicy, HmacOptions
+from hookinbox.config.schemes import EventFields, FingerprintPolicy, HmacOptions
 from hookinbox.errors import ConfigError, UnknownSource
 from hookinbox.payload import MISSING, resolve_pointer
 from hookinbox.verify.registry import build_signer
@@ -52,7 +53,7 @@ def slack_body(event_id: str, event_type: str, data: dict[str, Any]) -> bytes:
 
 
 def hmac_body(
-    options: HmacOptions,
+    options: HmacOptions | EventFields,
     fingerprint: FingerprintPolicy | None,
     event_id: str,
     event_type: str,
@@ -90,7 +91,27 @@ def delivery_body(source: Source, event_id: str, event_type: str, data: dict[str
         return _dumps(data)  # the id and the type travel in headers (see their signers)
     if scheme == "hmac" and source.hmac is not None:
         return hmac_body(source.hmac, source.fingerprint, event_id, event_type, data)
+    if scheme in ("basic", "api-key"):
+        fields = source.credentials or EventFields()
+        return hmac_body(fields, source.fingerprint, event_id, event_type, data)
+    if scheme == "twilio" and source.twilio is not None:
+        return twilio_body(source.twilio, source.fingerprint, event_id, event_type, data)
     return event_body(event_id, event_type, data)
+
+
+def twilio_body(
+    options: EventFields,
+    fingerprint: FingerprintPolicy | None,
+    event_id: str,
+    event_type: str,
+    data: dict[str, Any],
+) -> bytes:
+    """A form as Twilio posts it: ``--data``'s fields, the id and type where the source
+    reads them (``/MessageSid`` is the field ``MessageSid``)."""
+    fields = json.loads(hmac_body(options, fingerprint, event_id, event_type, data))
+    return urlencode(
+        {k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()}
+    ).encode()
 
 
 def _dumps(value: Any) -> bytes:
@@ -132,7 +153,7 @@ async def send_deliveries(config: Config, options: SendOptions) -> list[dict[str
     headers = signer.sign(body, event_id=event_id, event_type=options.event_type, timestamp=now)
     for header in source.fingerprint.headers if source.fingerprint is not None else ():
         headers.setdefault(header, event_id)
-    headers["content-type"] = "application/json"
+    headers.setdefault("content-type", "application/json")
     if options.tamper:
         body = body.replace(b'"data": {', b'"data": {"tampered": true, ', 1)
         if b"tampered" not in body:
@@ -150,6 +171,15 @@ async def send_deliveries(config: Config, options: SendOptions) -> list[dict[str
                 answer = response.json()
             except ValueError:
                 answer = {}
+            if not isinstance(answer, dict) or "x-hookinbox-status" in response.headers:
+                # A source's own answer body (TwiML, a Slack message): the outcome and the
+                # delivery id are in headers.
+                answer = {
+                    "status": response.headers.get("x-hookinbox-status"),
+                    "delivery_id": response.headers.get("x-hookinbox-delivery-id"),
+                }
+                if response.headers.get("x-hookinbox-conflict") == "true":
+                    answer["conflict"] = True
             return {"n": n, "http_status": response.status_code, **answer}
 
         if options.concurrent:
@@ -165,4 +195,5 @@ __all__ = [
     "send_deliveries",
     "slack_body",
     "stripe_body",
+    "twilio_body",
 ]

@@ -110,7 +110,9 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
         async with opened_store(config) as store:
             pool = WorkerPool(config, store)
             # The outbox relay runs beside the workers (a no-op with no [outbox] sender).
-            await asyncio.gather(pool.run(stop), OutboxRelay(config.outbox, store).run(stop))
+            await asyncio.gather(
+                pool.run(stop), OutboxRelay(config.outbox, store, notify=config.notify).run(stop)
+            )
 
     async def resolve_handlers() -> None:
         # build_actions wants a client for forward routes; this one only lives for the

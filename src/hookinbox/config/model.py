@@ -25,7 +25,10 @@ from pydantic import (
 )
 
 from hookinbox.config.fields import ForwardUrl, Frozen, HandlerPath, parse_duration
+from hookinbox.config.filters import MAX_CONDITIONS, Condition
+from hookinbox.config.notify import NotifierConfig, check_notifiers
 from hookinbox.config.operations import Operations
+from hookinbox.config.rejected import RejectedSettings
 from hookinbox.config.resources import (
     MachineConfig,
     OutboxSettings,
@@ -33,15 +36,21 @@ from hookinbox.config.resources import (
     check_resource_routes,
 )
 from hookinbox.config.schemes import (
+    FORM_SCHEMES,
     SCHEME_NAMES,
+    CredentialsOptions,
+    EventFields,
     FingerprintPolicy,
     HmacOptions,
     SdkOptions,
     ShopifyOptions,
+    StaticAnswer,
+    TwilioOptions,
     check_header_name,
     check_pointer,
     refuse_unsafe,
 )
+from hookinbox.config.telemetry import OtelSettings
 from hookinbox.errors import ConfigError
 
 DEFAULT_CONFIG_PATH = "hookinbox.toml"
@@ -67,6 +76,9 @@ class Route(Frozen):
     forward_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     #: Drive a tracked resource through its state machine (see config.resources).
     resource: ResourceBinding | None = None
+    #: Conditions on the body and kept headers, all of which must hold for the route to
+    #: take the event (see config.filters); evaluated once, when the delivery is reserved.
+    filter: tuple[Condition, ...] = Field(default=(), max_length=MAX_CONDITIONS)
 
     @field_validator("events")
     @classmethod
@@ -106,6 +118,16 @@ class Source(Frozen):
     hmac: HmacOptions | None = Field(default=None, validate_default=True)
     shopify: ShopifyOptions | None = None
     sdk: SdkOptions | None = Field(default=None, validate_default=True)
+    twilio: TwilioOptions | None = Field(default=None, validate_default=True)
+    #: ``basic`` and ``api-key``: where the key is and where the event id and type are.
+    credentials: CredentialsOptions | None = Field(default=None, validate_default=True)
+    #: ``json`` (every body a JSON object), ``form`` (every body a form) or ``auto`` (a
+    #: form when the Content-Type is application/x-www-form-urlencoded). Unset: ``auto``
+    #: for twilio, ``json`` for the rest.
+    body: Literal["json", "form", "auto"] | None = None
+    #: What an accepted or duplicate delivery is answered with, when the provider needs
+    #: a body of its own (``[sources.NAME.answer]``); refusals keep ``{"error": CODE}``.
+    answer: StaticAnswer | None = None
     #: JSON pointers and header names a fingerprint may never use (prompts, temporary URLs).
     fingerprint_forbidden: tuple[str, ...] = ()
     #: How to name events that arrive without an id (``fp:`` + SHA-256 of these values).
@@ -118,14 +140,31 @@ class Source(Frozen):
             raise ValueError(f"unknown scheme {value!r} (known: {', '.join(SCHEME_NAMES)})")
         return value
 
-    @field_validator("hmac", "shopify", "sdk")
+    @field_validator("hmac", "shopify", "sdk", "twilio", "credentials")
     @classmethod
     def _options_match_scheme(cls, value: object, info: ValidationInfo) -> object:
-        scheme, table = info.data.get("scheme"), info.field_name
-        if value is not None and scheme is not None and scheme != table:
-            raise ValueError(f"these options apply only to scheme = {table!r}, not {scheme!r}")
-        if value is None and scheme == table and table in ("hmac", "sdk"):
+        scheme, table = info.data.get("scheme"), str(info.field_name)
+        schemes = ("basic", "api-key") if table == "credentials" else (table,)
+        if value is not None and scheme is not None and scheme not in schemes:
+            wanted = " or ".join(repr(s) for s in schemes)
+            raise ValueError(f"these options apply only to scheme = {wanted}, not {scheme!r}")
+        if value is None and scheme == table and table in ("hmac", "sdk", "twilio"):
             raise ValueError(f"scheme = {table!r} needs a [sources.NAME.{table}] table")
+        if (
+            isinstance(value, CredentialsOptions)
+            and scheme == "basic"
+            and (value.header is not None or value.prefix)
+        ):
+            raise ValueError("scheme 'basic' reads the Authorization header; drop header/prefix")
+        return value
+
+    @field_validator("body")
+    @classmethod
+    def _forms_allowed(cls, value: str | None, info: ValidationInfo) -> str | None:
+        scheme = info.data.get("scheme")
+        if value not in (None, "json") and scheme not in FORM_SCHEMES:
+            known = ", ".join(sorted(FORM_SCHEMES))
+            raise ValueError(f"scheme {scheme!r} takes JSON bodies only (forms: {known})")
         return value
 
     @field_validator("fingerprint_forbidden")
@@ -150,6 +189,15 @@ class Source(Frozen):
             raise ValueError(
                 "scheme 'hmac' without hmac.id_header or hmac.id_pointer needs a fingerprint policy"
             )
+        scheme = info.data.get("scheme")
+        if value is None and scheme in ("basic", "api-key", "twilio"):
+            table = "twilio" if scheme == "twilio" else "credentials"
+            fields = info.data.get(table)
+            if not (isinstance(fields, EventFields) and fields.has_id):
+                raise ValueError(
+                    f"scheme {scheme!r} without {table}.id_header or {table}.id_pointer "
+                    "needs a fingerprint policy"
+                )
         return value
 
     @field_validator("routes")
@@ -166,6 +214,13 @@ class Source(Frozen):
     @classmethod
     def _window(cls, value: Any) -> float | None:
         return None if value is None else parse_duration(value)
+
+    @property
+    def body_kind(self) -> Literal["json", "form", "auto"]:
+        """How this source's bodies are read (``body``, or the scheme's default)."""
+        if self.body is not None:
+            return self.body
+        return "auto" if self.scheme == "twilio" else "json"
 
     def secrets(self) -> list[str]:
         """The source's secrets, read from the environment now (several allow rotation)."""
@@ -260,6 +315,12 @@ class Config(Frozen):
     machines: dict[str, MachineConfig] = Field(default_factory=dict)
     #: The relay that sends notifications (``[outbox]``).
     outbox: OutboxSettings = OutboxSettings()
+    #: Deliveries refused for their signature or timestamp, kept for a retry (``[rejected]``).
+    rejected: RejectedSettings = RejectedSettings()
+    #: Where notices of dead letters, pauses and rejected deliveries go (``[notify.NAME]``).
+    notify: dict[str, NotifierConfig] = Field(default_factory=dict)
+    #: OpenTelemetry traces (``[otel]``), off by default.
+    otel: OtelSettings = OtelSettings()
 
     @field_validator("database")
     @classmethod
@@ -290,6 +351,14 @@ class Config(Frozen):
                     f"sources.{name}.redelivery_window is longer than operations.key_retention:"
                     " a late retry from this provider would look like a new event"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _notifiers(self) -> Config:
+        try:
+            check_notifiers(self.notify, self.sources)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         return self
 
     @model_validator(mode="after")

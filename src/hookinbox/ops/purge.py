@@ -4,7 +4,9 @@ Two steps, each in bounded batches (one short transaction per batch):
 
 1. payloads of deliveries whose jobs all completed more than ``payload_retention`` ago;
 2. journal rows (with their jobs, attempts and ledger rows) last seen more than
-   ``key_retention`` ago whose jobs all completed.
+   ``key_retention`` ago whose jobs all completed;
+3. rejected deliveries (refusals kept for a retry) last seen more than
+   ``[rejected] retention`` ago.
 
 A key retention shorter than the longest redelivery window is refused: a provider's late
 retry would look like a new event and run its effects again. Dead letters and unfinished
@@ -27,7 +29,7 @@ from hookinbox.store import Store
 
 log = get_logger("hookinbox.ops.purge")
 
-PurgeKind = Literal["payloads", "deliveries"]
+PurgeKind = Literal["payloads", "deliveries", "rejected"]
 #: ``progress(kind, done, total)`` after every batch.
 Progress = Callable[[PurgeKind, int, int], None]
 
@@ -92,7 +94,22 @@ async def purge(
         )
     steps.append(await _purge_payloads(store, ops.payload_retention, size, dry_run, progress))
     steps.append(await _purge_deliveries(store, key_age, size, dry_run, progress))
+    steps.append(await _purge_rejected(store, config.rejected.retention, size, dry_run))
     return PurgeReport(dry_run, steps)
+
+
+async def _purge_rejected(store: Store, age: float, size: int, dry_run: bool) -> PurgeStep:
+    total = await store.rejected.count_purgeable_rejected(age)
+    if dry_run or not total:
+        return PurgeStep("rejected", age, total, 0, 0)
+    deleted = batches = 0
+    while batches < total // size + 2:
+        count = await store.rejected.purge_rejected(age, size)
+        if not count:
+            break
+        deleted += count
+        batches += 1
+    return PurgeStep("rejected", age, total, deleted, batches)
 
 
 async def _purge_payloads(

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hookinbox.config import Config
-from hookinbox.errors import NotFound
+from hookinbox.errors import HookinboxError, NotFound
+from hookinbox.routing import explain
 from hookinbox.store import (
     AttemptView,
     DeliveryView,
@@ -25,6 +26,7 @@ from hookinbox.store import (
     Store,
     iso,
 )
+from hookinbox.verify.bodies import body_format
 
 #: ``layer(store, delivery) -> rows``: extra rows of a delivery shown under the layer's name.
 TraceLayer = Callable[[Store, DeliveryView], Awaitable[list[dict[str, Any]]]]
@@ -46,6 +48,8 @@ class TracedDelivery:
     effects: list[EffectRecord]
     operator_actions: list[OperatorAction]
     layers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Each route of the source: events matched, its filter's verdict, its job present.
+    routes: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         journal = {k: v for k, v in self.delivery.as_json().items() if k != "jobs"}
@@ -60,6 +64,7 @@ class TracedDelivery:
             "jobs": [job.as_json() for job in self.jobs],
             "effects": [_effect_json(effect) for effect in self.effects],
             "operator_actions": [action.as_json() for action in self.operator_actions],
+            "routes": self.routes,
             **self.layers,
         }
 
@@ -101,7 +106,8 @@ async def trace(
         effects = await store.effects.list_effects([job.id for job in delivery.jobs])
         actions = await store.audit.list_operator_actions(delivery_id=delivery.id)
         extra = {name: await layer(store, delivery) for name, layer in (layers or {}).items()}
-        traced.append(TracedDelivery(delivery, jobs, effects, actions, extra))
+        routes = await _routes(store, config, delivery)
+        traced.append(TracedDelivery(delivery, jobs, effects, actions, extra, routes))
     return TraceReport(event_id, source, traced)
 
 
@@ -114,3 +120,21 @@ def _effect_json(effect: EffectRecord) -> dict[str, Any]:
         "created_at": iso(effect.created_at),
         "recorded_at": iso(effect.recorded_at),
     }
+
+
+async def _routes(store: Store, config: Config, delivery: DeliveryView) -> list[dict[str, Any]]:
+    """Which routes took the event and why (filters evaluated on the stored body)."""
+    source = config.source(delivery.source)
+    if source is None:
+        return []
+    stored = await store.journal.read_stored(delivery.id)
+    payload: dict[str, Any] | None = None
+    headers: dict[str, str] = {}
+    if stored is not None:
+        body, headers = stored
+        try:
+            payload = body_format(source).parse(body, headers.get("content-type"))
+        except HookinboxError:
+            payload = None
+    actions = frozenset(job.action for job in delivery.jobs)
+    return explain(source, delivery.event_type, payload, headers, actions)

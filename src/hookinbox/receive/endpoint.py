@@ -26,9 +26,10 @@ from starlette.types import Receive, Scope, Send
 from hookinbox.errors import HookinboxError, PayloadTooLarge
 from hookinbox.http.errors import INTERNAL, RETRY_AFTER_SECONDS, unexpected_error_fields
 from hookinbox.logs import get_logger
+from hookinbox.verify.base import QUERY
 
 if TYPE_CHECKING:
-    from hookinbox.receive.receiver import Receiver
+    from hookinbox.receive.receiver import Receipt, Receiver
 
 log = get_logger("hookinbox.http")
 
@@ -78,6 +79,23 @@ async def send_json(send: Send, status: int, answer: Any, *, retry_after: bool =
     await send({"type": "http.response.body", "body": body})
 
 
+async def send_preset(send: Send, receipt: Receipt) -> None:
+    """The source's own answer; the outcome and the delivery id go in headers."""
+    preset = receipt.preset
+    assert preset is not None
+    headers = [
+        (b"content-type", preset.content_type),
+        (b"content-length", str(len(preset.body)).encode()),
+        (b"x-hookinbox-status", receipt.status.encode()),
+    ]
+    if receipt.delivery_id:
+        headers.append((b"x-hookinbox-delivery-id", receipt.delivery_id.encode()))
+    if receipt.conflict:
+        headers.append((b"x-hookinbox-conflict", b"true"))
+    await send({"type": "http.response.start", "status": preset.status, "headers": headers})
+    await send({"type": "http.response.body", "body": preset.body})
+
+
 class WebhookEndpoint:
     """The ASGI app behind ``Route("/webhooks/{source}")``."""
 
@@ -90,6 +108,12 @@ class WebhookEndpoint:
         started = time.perf_counter()
         # ASGI servers give header names lower-cased; a repeated header keeps its last value.
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        # The query string, for a scheme that signs the URL (twilio): a pseudo-header no
+        # HTTP/1.1 request can set (verify.base.QUERY).
+        headers.pop(QUERY, None)
+        query = scope.get("query_string", b"")
+        if query:
+            headers[QUERY] = query.decode("latin-1")
         offered = headers.get("x-request-id", "")
         # A caller's request id is logged only when it looks like an id, never as free text.
         request_id = offered if _REQUEST_ID.fullmatch(offered) else secrets.token_hex(8)
@@ -120,6 +144,9 @@ class WebhookEndpoint:
         finally:
             structlog.contextvars.unbind_contextvars("request_id")
         receiver.metrics.delivery_answered(source, outcome, started)
+        if receipt.preset is not None:
+            await send_preset(send, receipt)
+            return
         await send_json(send, 200, answer)
 
 

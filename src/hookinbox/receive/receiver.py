@@ -15,19 +15,47 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hookinbox.config import Config, Route, store_kind
-from hookinbox.errors import SourcePaused, UnknownSource
+import orjson
+
+from hookinbox.config import Config, Route, Source, store_kind
+from hookinbox.errors import SourcePaused, UnknownSource, VerificationError
 from hookinbox.ids import job_id, new_delivery_id
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
 from hookinbox.receive.batcher import ReservationBatcher
+from hookinbox.receive.rejected import RejectedKeeper
 from hookinbox.resources.service import ResourceRoutes, log_outcome
+from hookinbox.routing import check_filters, filtered
 from hookinbox.store import NewDelivery, NewJob, Reservation, Store
+from hookinbox.tracing import TRACEPARENT, Tracing, build_tracing
 from hookinbox.verify import edge
 from hookinbox.verify.base import Verifier
-from hookinbox.verify.registry import build_verifier
+from hookinbox.verify.registry import build_verifier, credential_headers
+from hookinbox.verify.twilio import EMPTY_TWIML
 
 log = get_logger("hookinbox.ingest")
+
+
+@dataclass(frozen=True, slots=True)
+class PresetAnswer:
+    """A source's own answer to an accepted or duplicate delivery (``[sources.NAME.answer]``,
+    or the scheme's: empty TwiML for Twilio), rendered once at start-up."""
+
+    status: int
+    body: bytes
+    content_type: bytes
+
+
+def preset_answer(source: Source) -> PresetAnswer | None:
+    answer = source.answer
+    if answer is None:
+        if source.scheme == "twilio":
+            return PresetAnswer(200, EMPTY_TWIML, b"text/xml")
+        return None
+    if answer.text is not None:
+        content_type = answer.content_type or "text/plain; charset=utf-8"
+        return PresetAnswer(answer.status, answer.text.encode(), content_type.encode())
+    return PresetAnswer(answer.status, orjson.dumps(answer.json_body), b"application/json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +67,8 @@ class Receipt:
     conflict: bool = False
     event_id: str | None = None
     challenge: dict[str, Any] | None = None
+    #: The source's own answer body, instead of ``as_json()``.
+    preset: PresetAnswer | None = None
 
     def as_json(self) -> dict[str, Any]:
         if self.challenge is not None:
@@ -60,8 +90,13 @@ class Receiver:
         clock: Callable[[], float] = time.time,
         paused: Callable[[str], bool] = lambda source: False,
         metrics: Metrics | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self._config = config
+        #: Spans of receipts and reservations (a no-op unless ``[otel] enabled``).
+        self.tracing = tracing if tracing is not None else build_tracing(config)
+        if self.tracing.enabled:
+            self.receive = self._traced_receive  # type: ignore[method-assign]
         self.metrics = metrics or Metrics(
             config.sources, slowest_job_seconds=config.worker.job_timeout_seconds
         )
@@ -70,8 +105,26 @@ class Receiver:
         self._verifiers: dict[str, Verifier] = {
             name: build_verifier(name, source) for name, source in config.sources.items()
         }
+        self._answers = {name: preset_answer(source) for name, source in config.sources.items()}
+        # Headers that carry a credential and are not always left out of the kept ones
+        # (an api-key source's own header): dropped before anything is stored.
+        self._credentials = {
+            name: found
+            for name, source in config.sources.items()
+            if (
+                found := credential_headers(source)
+                - {"authorization", "proxy-authorization", "cookie"}
+            )
+        }
         self._store = store
+        #: Refusals for a signature or a timestamp, kept (bounded) for a retry.
+        self.rejected = RejectedKeeper(config, store, self.metrics)
         self._resources = ResourceRoutes(config)
+        check_filters(config, edge.is_kept_header)
+        #: Sources with a route that has a filter: only their deliveries are filtered.
+        self._filters = {
+            name for name, source in config.sources.items() if any(r.filter for r in source.routes)
+        }
         self._routes_cache: dict[tuple[str, str], list[Route]] = {}
         self.batcher = ReservationBatcher(
             store,
@@ -105,42 +158,96 @@ class Receiver:
                 self._routes_cache[key] = routes
         return routes
 
+    async def _traced_receive(
+        self,
+        source_name: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        now: float | None = None,
+        keep_rejected: bool = True,
+    ) -> Receipt:
+        """:meth:`receive` inside a ``hookinbox.receive`` span."""
+        with self.tracing.receive(source_name, headers) as span:
+            receipt = await Receiver.receive(
+                self, source_name, body, headers, now=now, keep_rejected=keep_rejected
+            )
+            if receipt.delivery_id:
+                span.set("hookinbox.delivery_id", receipt.delivery_id)
+            span.set("hookinbox.outcome", receipt.status)
+            return receipt
+
     def max_body_bytes(self, source_name: str) -> int:
         source = self._config.source(source_name)
         if source is None:
             raise UnknownSource()
         return source.max_body_bytes
 
-    async def receive(self, source_name: str, body: bytes, headers: Mapping[str, str]) -> Receipt:
-        """``headers`` must have lower-case names. Raises a HookinboxError to refuse."""
+    async def receive(
+        self,
+        source_name: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        now: float | None = None,
+        keep_rejected: bool = True,
+    ) -> Receipt:
+        """``headers`` must have lower-case names. Raises a HookinboxError to refuse.
+
+        ``now``: the time to check signed timestamps against (a rejected delivery's retry
+        passes the time it was received). ``keep_rejected``: keep a copy of a refusal for
+        its signature or timestamp (a retry does not keep a second one). With tracing on,
+        :meth:`_traced_receive` stands in for this method (set in ``__init__``), so the
+        hot path pays nothing for tracing when it is off."""
         source = self._config.source(source_name)
         if source is None:
             raise UnknownSource()
         if self._paused(source_name):
             raise SourcePaused()
-        event = self._verifiers[source_name].verify(body, headers, now=self._clock())
+        try:
+            event = self._verifiers[source_name].verify(
+                body, headers, now=self._clock() if now is None else now
+            )
+        except VerificationError as exc:
+            if keep_rejected:
+                self.rejected.offer(source_name, exc.code, body, headers)
+            raise
         if event.challenge_response is not None:
             return Receipt("challenge", challenge=event.challenge_response)
         # The edge, once the signature holds and before any store work (docs/edge.md).
         edge.check_event(event)
         kept = edge.kept_headers(headers)
+        credentials = self._credentials.get(source_name)
+        if credentials:
+            for name in credentials:
+                kept.pop(name, None)
+        if self.tracing.enabled:
+            # The receive span's context crosses the queue with the delivery: the worker
+            # continues this trace (hookinbox.tracing).
+            parent = self.tracing.traceparent()
+            if parent:
+                kept[TRACEPARENT] = parent
         delivery_id = new_delivery_id()
         body_sha256 = hashlib.sha256(body).hexdigest()
         routes = self._routes_for(source_name, event.event_type)
-        reservation = await self._reserve(
-            NewDelivery(
-                id=delivery_id,
-                source=source_name,
-                event_id=event.event_id,
-                event_type=event.event_type,
-                body_sha256=body_sha256,
-                body=body,
-                headers=kept,
-                jobs=tuple(NewJob(job_id(delivery_id, r.action), r.action) for r in routes),
-                max_attempts=self._config.worker.max_attempts,
-            ),
-            event.payload,
+        if source_name in self._filters and routes:
+            routes = filtered(routes, event.payload, kept)
+        item = NewDelivery(
+            id=delivery_id,
+            source=source_name,
+            event_id=event.event_id,
+            event_type=event.event_type,
+            body_sha256=body_sha256,
+            body=body,
+            headers=kept,
+            jobs=tuple(NewJob(job_id(delivery_id, r.action), r.action) for r in routes),
+            max_attempts=self._config.worker.max_attempts,
         )
+        if self.tracing.enabled:
+            with self.tracing.reserve(source_name):
+                reservation = await self._reserve(item, event.payload)
+        else:
+            reservation = await self._reserve(item, event.payload)
         if reservation.conflict:
             log.warning(
                 "event_id_conflict",
@@ -165,4 +272,5 @@ class Receiver:
             reservation.delivery_id,
             conflict=reservation.conflict,
             event_id=event.event_id,
+            preset=self._answers[source_name],
         )

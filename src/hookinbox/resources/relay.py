@@ -23,7 +23,7 @@ import contextlib
 import inspect
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -32,9 +32,11 @@ import httpx
 from hookinbox import outbound
 from hookinbox.backoff import JITTER, backoff_seconds
 from hookinbox.codes import JobCode, error_code_of
+from hookinbox.config.notify import NotifierConfig
 from hookinbox.config.resources import OutboxSettings
 from hookinbox.loading import load_callable
 from hookinbox.logs import get_logger
+from hookinbox.resources.notify import PREFIX, SWEEP_SECONDS, NoticeSweeper, NotifySender
 from hookinbox.store import ClaimedOutbox, Store
 
 log = get_logger("hookinbox.outbox")
@@ -111,17 +113,22 @@ class OutboxRelay:
         *,
         sender: Sender | None = None,
         name: str | None = None,
+        notify: Mapping[str, NotifierConfig] | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
         self._client = httpx.AsyncClient()
         self._sender = sender or build_sender(settings, self._client)
+        #: ``[notify.NAME]``: notices swept from the store into the outbox, and their sender.
+        self._sweeper = NoticeSweeper(notify, store) if notify else None
+        self._notices = NotifySender(notify, self._client) if notify else None
+        self._next_sweep = 0.0
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:outbox"
         self._wakeup = asyncio.Event()
 
     @property
     def enabled(self) -> bool:
-        return self._sender is not None
+        return self._sender is not None or self._notices is not None
 
     def wake(self) -> None:
         """New rows may be due (a transition in this process just committed)."""
@@ -129,13 +136,14 @@ class OutboxRelay:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Relay until ``stop`` is set; an outbox with no sender configured does nothing."""
-        if self._sender is None:
+        if not self.enabled:
             await self._client.aclose()
             return
         log.info("outbox_relay_started", relay=self.name)
         try:
             while not stop.is_set():
                 try:
+                    await self._sweep_when_due()
                     sent = await self.relay_once()
                 except Exception as exc:
                     # Whatever the store raised, the relay keeps going (see WorkerPool.run).
@@ -148,11 +156,32 @@ class OutboxRelay:
             await self._client.aclose()
             log.info("outbox_relay_stopped", relay=self.name)
 
+    async def run_stop_now(self) -> None:
+        """Stop at once (tests and one-shot callers): closes the HTTP client."""
+        stop = asyncio.Event()
+        stop.set()
+        await self.run(stop)
+
+    async def _sweep_when_due(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._sweeper is None or loop.time() < self._next_sweep:
+            return
+        self._next_sweep = loop.time() + SWEEP_SECONDS
+        await self.sweep_notices()
+
+    async def sweep_notices(self) -> int:
+        """Write the notices due to ``[notify.*]`` into the outbox; how many."""
+        return await self._sweeper.sweep() if self._sweeper is not None else 0
+
     async def relay_once(self) -> int:
         """Claim a batch of due rows and send them concurrently; how many were claimed."""
         settings = self._settings
         rows = await self._store.outbox.claim_outbox(
-            self.name, settings.concurrency, settings.lease_seconds, settings.max_attempts
+            self.name,
+            settings.concurrency,
+            settings.lease_seconds,
+            settings.max_attempts,
+            only_notices=self._sender is None,
         )
         if rows:
             await asyncio.gather(*(self._send(row) for row in rows))
@@ -175,12 +204,15 @@ class OutboxRelay:
                 waiter.cancel()
 
     async def _send(self, row: ClaimedOutbox) -> None:
-        assert self._sender is not None
+        sender = self._notices if row.kind.startswith(PREFIX) else self._sender
         fields = {"key": row.key, "kind": row.kind, "attempt": row.attempts}
         message = OutboxMessage(row.key, row.kind, row.resource_id, row.body, row.attempts)
+        if sender is None:  # a notice of a notifier since removed from the config
+            await self._settle_failure(row, "unknown_notifier", fields)
+            return
         renewing = asyncio.create_task(self._renew(row, fields))
         try:
-            await asyncio.wait_for(self._sender.send(message), self._settings.timeout_seconds)
+            await asyncio.wait_for(sender.send(message), self._settings.timeout_seconds)
         except Exception as exc:
             code = JobCode.TIMEOUT if isinstance(exc, TimeoutError) else error_code_of(exc)
             await self._settle_failure(row, code, fields)
@@ -235,6 +267,12 @@ async def _wait(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
-async def run_relay(settings: OutboxSettings, store: Store, stop: asyncio.Event) -> None:
-    """For ``hookinbox worker``: relay alongside the workers when a sender is configured."""
-    await OutboxRelay(settings, store).run(stop)
+async def run_relay(
+    settings: OutboxSettings,
+    store: Store,
+    stop: asyncio.Event,
+    notify: Mapping[str, NotifierConfig] | None = None,
+) -> None:
+    """For ``hookinbox worker``: relay alongside the workers when a sender (or a
+    notifier) is configured."""
+    await OutboxRelay(settings, store, notify=notify).run(stop)

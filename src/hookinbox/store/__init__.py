@@ -4,13 +4,14 @@ Everything outside this package imports from here, never from a module inside it
 records the store exchanges, the :class:`Store` (one attribute per concept:
 ``store.journal``, ``store.queue``, ``store.effects``, ``store.audit``,
 ``store.sources``, ``store.resources``, ``store.outbox``, ``store.reads``,
-``store.retention``) and :func:`open_store_for`. The layout is in docs/store.md.
+``store.retention``, ``store.rejected``) and :func:`open_store_for`. The layout is in docs/store.md.
 """
 
 from __future__ import annotations
 
 from hookinbox.store.core import Store
 from hookinbox.store.decisions import TransitionRules
+from hookinbox.store.notices import FactGroup, NewNotice
 from hookinbox.store.operator_records import (
     Anomalies,
     DeadLetter,
@@ -36,6 +37,7 @@ from hookinbox.store.records import (
     Reservation,
     iso,
 )
+from hookinbox.store.rejected import NewRejected, RejectedDelivery
 from hookinbox.store.resource_records import (
     OUTBOX_STATES,
     OUTCOMES,
@@ -78,17 +80,21 @@ __all__ = [
     "DeliveryView",
     "EffectRecord",
     "EffectStart",
+    "FactGroup",
     "Finding",
     "JobDetail",
     "JobState",
     "JobView",
     "NewDelivery",
     "NewJob",
+    "NewNotice",
+    "NewRejected",
     "OperatorAction",
     "OutboxState",
     "OutboxView",
     "Outcome",
     "ParkPolicy",
+    "RejectedDelivery",
     "Reservation",
     "ResourceEvent",
     "ResourceOutcome",

@@ -4,7 +4,9 @@
 letters), ``store.effects`` (the ledger), ``store.audit`` and ``store.sources`` (operator
 actions, pause state), ``store.resources`` and ``store.outbox`` (tracked resources and
 their notifications), ``store.reads`` (gauges, counts, reconciliation queries),
-``store.retention`` (purges). Each is written once over the driver the URL picks.
+``store.retention`` (purges), ``store.rejected`` (refused deliveries kept for a retry),
+``store.notices`` (notices of dead letters, pauses, rejections, written to the outbox).
+Each is written once over the driver the URL picks.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from hookinbox.store.audit import Audit
 from hookinbox.store.driver import Driver
 from hookinbox.store.effects import Effects
 from hookinbox.store.journal import Journal
+from hookinbox.store.notices import Notices
 from hookinbox.store.outbox import Outbox
 from hookinbox.store.queue import Queue
 from hookinbox.store.reads import Reads
+from hookinbox.store.rejected import Rejected
 from hookinbox.store.resources import Resources
 from hookinbox.store.retention import Retention
 from hookinbox.store.sources import Sources
@@ -42,6 +46,8 @@ class Store:
         self.outbox = Outbox(driver)
         self.reads = Reads(driver)
         self.retention = Retention(driver)
+        self.rejected = Rejected(driver)
+        self.notices = Notices(driver)
 
     async def open(self, *, migrate: bool = True) -> None:
         """Connect, and apply pending migrations unless told not to."""

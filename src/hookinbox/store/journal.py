@@ -8,6 +8,7 @@ id, newest first, never OFFSET.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -89,6 +90,7 @@ _BY_EVENT = Sql(
     " ORDER BY first_seen_at, id"
 )
 _PAYLOAD = Sql("SELECT body FROM payloads WHERE delivery_id = :id")
+_STORED = Sql("SELECT body, headers FROM payloads WHERE delivery_id = :id")
 
 #: What ``reserve_inline`` is asked to apply: one per inline resource job of the delivery.
 InlineApply = tuple[ResourceEvent, TransitionRules, ParkPolicy]
@@ -194,6 +196,14 @@ class Journal:
             limit=query.limit,
         )
         return [DeliveryView.listed(r, self._db.decode_time) for r in found]
+
+    async def read_stored(self, delivery_id: str) -> tuple[bytes, dict[str, str]] | None:
+        """The raw body and the kept headers while retained (trace re-evaluates route
+        filters on them), else None."""
+        found = await self._db.row(_STORED, id=delivery_id)
+        if found is None:
+            return None
+        return bytes(found["body"]), json.loads(found["headers"]) if found["headers"] else {}
 
     async def read_payload(self, delivery_id: str) -> bytes | None:
         """The raw body while it is retained, else None (for the admin's explicit view)."""

@@ -28,8 +28,9 @@ _CLAIM = Sql(
     "UPDATE outbox SET state = 'sending', attempts = attempts + 1, lease_token = :token,"
     " leased_by = :worker, lease_expires_at = {now} + {secs:lease}, updated_at = {now}"
     " WHERE key IN (SELECT key FROM outbox"
-    " WHERE (state = 'pending' AND next_attempt_at <= {now})"
-    " OR (state = 'sending' AND lease_expires_at < {now} AND attempts < :max)"
+    " WHERE ((state = 'pending' AND next_attempt_at <= {now})"
+    " OR (state = 'sending' AND lease_expires_at < {now} AND attempts < :max))"
+    " AND (:only_notices = FALSE OR kind LIKE 'notify:%')"
     " ORDER BY next_attempt_at LIMIT :limit {skip_locked})"
     " RETURNING key, kind, resource_id, body, attempts"
 )
@@ -57,11 +58,17 @@ _LIST = Sql(
 
 
 def _claim(
-    worker: str, limit: int, lease_seconds: float, max_attempts: int, token: str
+    worker: str, limit: int, lease_seconds: float, max_attempts: int, token: str, only: bool
 ) -> Tx[list[ClaimedOutbox]]:
     yield count(_EXHAUSTED, error=JobCode.LEASE_EXPIRED, max=max_attempts)
     leased = yield rows(
-        _CLAIM, token=token, worker=worker, lease=lease_seconds, max=max_attempts, limit=limit
+        _CLAIM,
+        token=token,
+        worker=worker,
+        lease=lease_seconds,
+        max=max_attempts,
+        limit=limit,
+        only_notices=only,
     )
     return [ClaimedOutbox.from_row(r, token) for r in leased]
 
@@ -82,12 +89,21 @@ class Outbox:
         self._db = db
 
     async def claim_outbox(
-        self, worker_id: str, limit: int, lease_seconds: float, max_attempts: int
+        self,
+        worker_id: str,
+        limit: int,
+        lease_seconds: float,
+        max_attempts: int,
+        *,
+        only_notices: bool = False,
     ) -> list[ClaimedOutbox]:
         """Lease due outbox rows (pending and due, or sending with an expired lease and
         attempts left); each claim counts an attempt. Rows whose lease expired on their
-        last attempt are dead-lettered (``lease_expired``)."""
-        tx = _claim(worker_id, limit, float(lease_seconds), max_attempts, new_lease_token())
+        last attempt are dead-lettered (``lease_expired``). ``only_notices``: only
+        ``notify:*`` rows (a relay with notifiers but no outbox sender)."""
+        tx = _claim(
+            worker_id, limit, float(lease_seconds), max_attempts, new_lease_token(), only_notices
+        )
         return await self._db.run(tx)
 
     async def finish_outbox(

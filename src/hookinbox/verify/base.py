@@ -16,7 +16,19 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hookinbox.errors import TimestampOutOfTolerance
-from hookinbox.payload import MISSING, parse_json_object, resolve_pointer, string_at
+from hookinbox.payload import (
+    JSON_BODY,
+    MISSING,
+    BodyFormat,
+    parse_json_object,
+    resolve_pointer,
+    string_at,
+)
+
+#: The request's query string travels to a verifier with the headers under this name, as
+#: HTTP/2's pseudo-headers do (``:path``): no HTTP/1.1 header can be named so, so no sender
+#: can set it. Only a scheme that signs the URL reads it (twilio).
+QUERY = ":query"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +61,14 @@ class Signer(Protocol):
     ) -> dict[str, str]:
         """Headers to send with ``body``."""
         ...
+
+
+def read_body(body: bytes, headers: Mapping[str, str], body_format: BodyFormat) -> dict[str, Any]:
+    """The body as a dict: a JSON object, or a form when the source takes forms and the
+    Content-Type says so (:class:`~hookinbox.payload.BodyFormat`)."""
+    if body_format is JSON_BODY:
+        return parse_json_object(body)
+    return body_format.parse(body, headers.get("content-type"))
 
 
 def event_type_of(payload: Mapping[str, Any]) -> str:
@@ -95,8 +115,11 @@ def any_digest_matches(offered: Sequence[bytes], expected: Sequence[bytes]) -> b
 
 
 __all__ = [
+    "JSON_BODY",
     "MAX_TIMESTAMP_DIGITS",
     "MISSING",
+    "QUERY",
+    "BodyFormat",
     "Signer",
     "VerifiedEvent",
     "Verifier",
@@ -104,6 +127,7 @@ __all__ = [
     "check_timestamp",
     "event_type_of",
     "parse_json_object",
+    "read_body",
     "resolve_pointer",
     "string_at",
 ]

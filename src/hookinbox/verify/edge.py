@@ -51,10 +51,17 @@ KEPT_HEADER_PREFIXES = (
     "x-shopify-",
     "shopify-",
     "x-slack-",
+    "x-twilio-",
+    "i-twilio-",
 )
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _HEADER_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def is_kept_header(name: str) -> bool:
+    """Whether a header (lower-cased) is one kept with a delivery."""
+    return name == "content-type" or name.startswith(KEPT_HEADER_PREFIXES)
 
 
 def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -105,6 +112,7 @@ __all__ = [
     "MAX_KEPT_HEADER_BYTES",
     "MAX_TEXT_BYTES",
     "check_event",
+    "is_kept_header",
     "kept_headers",
     "storable_text",
 ]

@@ -16,9 +16,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from hookinbox.config.schemes import FingerprintPolicy
+from hookinbox.config.schemes import EventFields, FingerprintPolicy
 from hookinbox.errors import MissingEventId
-from hookinbox.verify.base import MISSING, resolve_pointer
+from hookinbox.verify.base import MISSING, resolve_pointer, string_at
 
 PREFIX = "fp:"
 
@@ -62,3 +62,22 @@ def identify(
     if policy is None:
         raise MissingEventId()
     return fingerprint_of(policy, payload, headers)
+
+
+def event_of(
+    fields: EventFields,
+    payload: Mapping[str, Any],
+    headers: Mapping[str, str],
+    policy: FingerprintPolicy | None,
+) -> tuple[str, str]:
+    """``(event id, event type)`` where ``fields`` says they are (a header or a JSON
+    pointer), the id falling back to the fingerprint."""
+    if fields.id_header is not None:
+        found: str | None = headers.get(fields.id_header)
+    else:
+        found = string_at(payload, fields.id_pointer)
+    if fields.type_header is not None:
+        event_type = headers.get(fields.type_header, "")
+    else:
+        event_type = string_at(payload, fields.type_pointer) or ""
+    return identify(found, payload, headers, policy), event_type

@@ -13,9 +13,17 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from hookinbox.config import Source
-from hookinbox.config.schemes import SCHEME_NAMES, HmacOptions, SdkOptions
+from hookinbox.config.schemes import SCHEME_NAMES, HmacOptions, SdkOptions, TwilioOptions
 from hookinbox.errors import ConfigError
 from hookinbox.verify.base import Signer, Verifier
+from hookinbox.verify.bodies import body_format
+from hookinbox.verify.credentials import (
+    ApiKeySigner,
+    ApiKeyVerifier,
+    BasicSigner,
+    BasicVerifier,
+    credential_header,
+)
 from hookinbox.verify.generic_hmac import HmacSigner, HmacVerifier
 from hookinbox.verify.github import GitHubSigner, GitHubVerifier
 from hookinbox.verify.sdk import SdkVerifier
@@ -23,6 +31,7 @@ from hookinbox.verify.shopify import ShopifySigner, ShopifyVerifier
 from hookinbox.verify.slack import SlackSigner, SlackVerifier
 from hookinbox.verify.standard_webhooks import StandardWebhooksSigner, StandardWebhooksVerifier
 from hookinbox.verify.stripe import StripeSigner, StripeVerifier
+from hookinbox.verify.twilio import TwilioSigner, TwilioVerifier
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,12 @@ def _hmac_options(source: Source) -> HmacOptions:
     if source.hmac is None:  # refused by the config already; kept for library callers
         raise ConfigError("hmac: scheme 'hmac' needs a [sources.NAME.hmac] table")
     return source.hmac
+
+
+def _twilio_options(source: Source) -> TwilioOptions:
+    if source.twilio is None:
+        raise ConfigError("twilio: scheme 'twilio' needs a [sources.NAME.twilio] table")
+    return source.twilio
 
 
 def _sdk_options(source: Source) -> SdkOptions:
@@ -90,6 +105,7 @@ SCHEMES: dict[str, Scheme] = {
                 secrets,
                 tolerance_seconds=source.tolerance_seconds,
                 fingerprint=source.fingerprint,
+                body_format=body_format(source),
             ),
             signer=lambda source, secret: SlackSigner(secret),
         ),
@@ -100,6 +116,7 @@ SCHEMES: dict[str, Scheme] = {
                 options=_hmac_options(source),
                 tolerance_seconds=source.tolerance_seconds,
                 fingerprint=source.fingerprint,
+                body_format=body_format(source),
             ),
             signer=lambda source, secret: HmacSigner(secret, options=_hmac_options(source)),
         ),
@@ -112,6 +129,36 @@ SCHEMES: dict[str, Scheme] = {
                 fingerprint=source.fingerprint,
             ),
             signer=_sdk_signer,
+        ),
+        Scheme(
+            name="basic",
+            verifier=lambda source, secrets: BasicVerifier(
+                secrets,
+                options=source.credentials,
+                fingerprint=source.fingerprint,
+                body_format=body_format(source),
+            ),
+            signer=lambda source, secret: BasicSigner(secret, options=source.credentials),
+        ),
+        Scheme(
+            name="api-key",
+            verifier=lambda source, secrets: ApiKeyVerifier(
+                secrets,
+                options=source.credentials,
+                fingerprint=source.fingerprint,
+                body_format=body_format(source),
+            ),
+            signer=lambda source, secret: ApiKeySigner(secret, options=source.credentials),
+        ),
+        Scheme(
+            name="twilio",
+            verifier=lambda source, secrets: TwilioVerifier(
+                secrets,
+                options=_twilio_options(source),
+                fingerprint=source.fingerprint,
+                body_format=body_format(source),
+            ),
+            signer=lambda source, secret: TwilioSigner(secret, options=_twilio_options(source)),
         ),
     )
 }
@@ -153,3 +200,12 @@ def build_signer(name: str, source: Source, secret: str) -> Signer:
     where = f"sources.{name}"
     scheme = scheme_for(source, where)
     return _naming(where, source, lambda: scheme.signer(source, secret))
+
+
+def credential_headers(source: Source) -> frozenset[str]:
+    """Headers that carry a credential for this source: never stored, logged or passed on
+    (a kept rejected delivery drops them too)."""
+    found = {"authorization", "proxy-authorization", "cookie"}
+    if source.scheme == "api-key":
+        found.add(credential_header(source.credentials, "api-key"))
+    return frozenset(found)

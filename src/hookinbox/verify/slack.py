@@ -8,8 +8,15 @@ The id is the body's ``event_id`` (kept across Slack's retries, which add
 ``X-Slack-Retry-Num``). The type is the inner ``event.type`` of an ``event_callback``
 (``app_mention``, ``message`` ...), else the outer ``type``. A ``url_verification``
 request -- sent once when the Request URL is saved -- is answered with its ``challenge``
-after the signature holds, and never queued. Interactivity and slash commands are
-form-encoded and carry no event id; they are refused as malformed JSON.
+after the signature holds, and never queued.
+
+Interactivity and slash commands are forms, signed the same way. With ``body = "auto"``
+(or ``"form"``) a source takes them: a slash command's fields, or interactivity's
+``payload`` field parsed as JSON. Their id is ``trigger_id`` (top level for a slash
+command, in ``payload`` for interactivity; Slack makes one per user action), else the
+source's fingerprint; their type is the command (``/deploy``) or the interaction's
+``payload.type`` (``block_actions``, ``view_submission``). With the default ``body =
+"json"`` they are refused as malformed JSON.
 """
 
 from __future__ import annotations
@@ -21,12 +28,13 @@ from typing import Any
 
 from hookinbox.config.schemes import FingerprintPolicy
 from hookinbox.errors import ConfigError, InvalidSignature, MalformedJson, MissingHeaders
+from hookinbox.payload import JSON_BODY, BodyFormat
 from hookinbox.verify.base import (
     VerifiedEvent,
     any_digest_matches,
     check_timestamp,
     event_type_of,
-    parse_json_object,
+    read_body,
     string_at,
 )
 from hookinbox.verify.fingerprint import identify
@@ -55,12 +63,14 @@ class SlackVerifier:
         *,
         tolerance_seconds: int = 300,
         fingerprint: FingerprintPolicy | None = None,
+        body_format: BodyFormat = JSON_BODY,
     ) -> None:
         if not secrets:
             raise ConfigError("slack needs at least one signing secret")
         self._secrets = [s.encode() for s in secrets]
         self._tolerance = tolerance_seconds
         self._fingerprint = fingerprint
+        self._body_format = body_format
 
     def verify(self, body: bytes, headers: Mapping[str, str], *, now: float) -> VerifiedEvent:
         offered = headers.get(SIGNATURE)
@@ -71,7 +81,9 @@ class SlackVerifier:
         expected = [signature_of(secret, stamp, body).encode() for secret in self._secrets]
         if not any_digest_matches([offered.strip().encode()], expected):
             raise InvalidSignature()
-        payload = parse_json_object(body)
+        payload = read_body(body, headers, self._body_format)
+        if self._body_format.is_form(headers.get("content-type")):
+            return self._form_event(payload, headers, timestamp)
         if event_type_of(payload) == URL_VERIFICATION:
             challenge = payload.get("challenge")
             if not isinstance(challenge, str):
@@ -86,6 +98,19 @@ class SlackVerifier:
         return VerifiedEvent(
             event_id=identify(string_at(payload, "/event_id"), payload, headers, self._fingerprint),
             event_type=_event_type(payload),
+            payload=payload,
+            timestamp=timestamp,
+        )
+
+    def _form_event(
+        self, payload: dict[str, Any], headers: Mapping[str, str], timestamp: int
+    ) -> VerifiedEvent:
+        """A slash command (``command`` at the top) or an interaction (``payload``)."""
+        command = string_at(payload, "/command")
+        trigger = string_at(payload, "/trigger_id") or string_at(payload, "/payload/trigger_id")
+        return VerifiedEvent(
+            event_id=identify(trigger, payload, headers, self._fingerprint),
+            event_type=command or string_at(payload, "/payload/type") or "",
             payload=payload,
             timestamp=timestamp,
         )

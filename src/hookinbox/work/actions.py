@@ -14,6 +14,7 @@ import httpx
 
 from hookinbox import outbound
 from hookinbox.ids import forward_effect_key
+from hookinbox.tracing import NOOP, Tracing
 from hookinbox.work.effects import JobContext, SyncJobContext
 from hookinbox.work.handlers import NO_SERVICES, plan_call
 
@@ -77,10 +78,13 @@ class ForwardAction:
     ``connect_error``), so the worker retries it with backoff and dead-letters it at the end.
     """
 
-    def __init__(self, url: str, timeout: float, client: httpx.AsyncClient) -> None:
+    def __init__(
+        self, url: str, timeout: float, client: httpx.AsyncClient, *, tracing: Tracing = NOOP
+    ) -> None:
         self._url = url
         self._timeout = timeout
         self._client = client
+        self._tracing = tracing
 
     async def run(self, event: Event, ctx: JobContext) -> str | None:
         """The POST is an effect like any other: recorded in the ledger under the job's
@@ -110,9 +114,13 @@ class ForwardAction:
         headers[b"x-hookinbox-event-type"] = outbound.header_text(event.type).encode()
         headers[b"x-hookinbox-attempt"] = str(event.attempt).encode()
         headers.setdefault(b"content-type", b"application/json")
-        response = await outbound.post(
-            self._client, self._url, content=event.body, headers=headers, timeout=self._timeout
-        )
+        # The target's traceparent is the forward span's (when tracing is on).
+        with self._tracing.forward(self._url, headers) as span:
+            span.set("hookinbox.delivery_id", event.delivery_id)
+            response = await outbound.post(
+                self._client, self._url, content=event.body, headers=headers, timeout=self._timeout
+            )
+            span.set("http.response.status_code", response.status_code)
         return _business_id_from_answer(response)
 
 

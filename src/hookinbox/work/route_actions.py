@@ -15,6 +15,7 @@ from hookinbox.config import Config, Route
 from hookinbox.loading import load_callable
 from hookinbox.metrics import Metrics
 from hookinbox.resources.machine import build_machines
+from hookinbox.tracing import NOOP, Tracing
 from hookinbox.work.actions import Action, ForwardAction, HandlerAction
 from hookinbox.work.handlers import load_services
 from hookinbox.work.resource_action import ResourceAction
@@ -25,6 +26,8 @@ def build_actions(
     client: httpx.AsyncClient,
     metrics: Metrics,
     services: Mapping[str, Any] | None = None,
+    *,
+    tracing: Tracing = NOOP,
 ) -> dict[tuple[str, str], Action]:
     """Every (source, action) of the config, resolved now so a typo fails at start-up.
     ``services`` (else the config's ``[worker] services`` factory) are what handlers
@@ -42,15 +45,19 @@ def build_actions(
                     name, route.resource, machine, metrics
                 )
                 continue
-            actions[(name, route.action)] = _build(route, where, client, services)
+            actions[(name, route.action)] = _build(route, where, client, services, tracing)
     return actions
 
 
 def _build(
-    route: Route, where: str, client: httpx.AsyncClient, services: Mapping[str, Any]
+    route: Route,
+    where: str,
+    client: httpx.AsyncClient,
+    services: Mapping[str, Any],
+    tracing: Tracing,
 ) -> Action:
     if route.handler is not None:
         where = f"{where}.handler"
         return HandlerAction(load_callable(route.handler, where), services, where=where)
     assert route.forward is not None
-    return ForwardAction(route.forward, route.forward_timeout_seconds, client)
+    return ForwardAction(route.forward, route.forward_timeout_seconds, client, tracing=tracing)

@@ -26,8 +26,9 @@ from hookinbox.config import Config
 from hookinbox.errors import MalformedJson
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
-from hookinbox.payload import parse_json_object
 from hookinbox.store import ClaimedJob, Store
+from hookinbox.tracing import Tracing, build_tracing
+from hookinbox.verify.bodies import BodyReader
 from hookinbox.work.actions import Action, Event
 from hookinbox.work.effects import EffectInProgress, JobContext, JobSettled
 from hookinbox.work.handlers import PayloadInvalid, load_services
@@ -46,8 +47,12 @@ class WorkerPool:
         name: str | None = None,
         metrics: Metrics | None = None,
         services: Mapping[str, Any] | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self._config = config
+        #: Spans of claims, attempts and forwards (a no-op unless ``[otel] enabled``).
+        self._tracing = tracing if tracing is not None else build_tracing(config)
+        self._own_tracing = tracing is None
         self.metrics = metrics or Metrics(
             config.sources, slowest_job_seconds=config.worker.job_timeout_seconds
         )
@@ -59,9 +64,13 @@ class WorkerPool:
         self._actions = (
             dict(actions)
             if actions is not None
-            else build_actions(config, self._client, self.metrics, self.services)
+            else build_actions(
+                config, self._client, self.metrics, self.services, tracing=self._tracing
+            )
         )
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        #: Each source's stored body read as its receiver read it (JSON, or a form).
+        self._bodies = BodyReader(config)
         self._running: set[asyncio.Task[None]] = set()
         self._slot_freed = asyncio.Event()
 
@@ -93,13 +102,17 @@ class WorkerPool:
                 # Bounded: a job still running after its lease is taken over anyway.
                 await asyncio.wait(self._running, timeout=self._settings.lease_seconds)
             await self._client.aclose()
+            if self._own_tracing:
+                self._tracing.shutdown()
             log.info("worker_stopped", worker=self.name)
 
     async def _claim(self) -> int:
         free = self._settings.concurrency - len(self._running)
         if free <= 0:
             return 0
+        started = self._tracing.now_ns()
         jobs = await self._store.queue.claim_due_jobs(self.name, free, self._settings.lease_seconds)
+        self._tracing.claimed(started, jobs)
         for job in jobs:
             task = asyncio.create_task(self.run_job(job))
             self._running.add(task)
@@ -140,9 +153,10 @@ class WorkerPool:
         self.metrics.job_started(job.source, job.action)
         heartbeat = asyncio.create_task(self._renew(job))
         try:
-            business_id = await asyncio.wait_for(
-                self._execute(job), self._settings.job_timeout_seconds
-            )
+            with self._tracing.attempt(job):
+                business_id = await asyncio.wait_for(
+                    self._execute(job), self._settings.job_timeout_seconds
+                )
         except (_Unrunnable, PayloadInvalid) as exc:
             await self._settle_failure(job, exc.code, fields, final=True)
         except EffectInProgress as exc:
@@ -192,7 +206,7 @@ class WorkerPool:
         if job.body is None:
             raise _Unrunnable(JobCode.PAYLOAD_PURGED)
         try:
-            payload = parse_json_object(job.body)
+            payload = self._bodies.parse(job.source, job.body, job.headers)
         except MalformedJson:
             raise _Unrunnable(JobCode.MALFORMED_JSON) from None
         event = Event(

@@ -1,0 +1,134 @@
+"""``hookinbox rejected list|retry``: deliveries refused for their signature or timestamp,
+kept for a while, and checked again once the secret is fixed."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from hookinbox.cli.common import (
+    config_option,
+    console,
+    json_option,
+    opened_store,
+    print_json,
+    quiet_config,
+    reports_errors,
+    run,
+)
+from hookinbox.errors import InvalidArgument
+from hookinbox.ops.actor import default_actor
+from hookinbox.ops.rejected import RejectedPage, rejected_page
+from hookinbox.store import iso
+
+
+@click.group()
+def rejected() -> None:
+    """Deliveries refused for a signature or timestamp, kept for a retry ([rejected])."""
+
+
+@rejected.command("list")
+@config_option
+@click.option("--source", default=None, help="Only this source.")
+@click.option("--all", "everything", is_flag=True, help="Include those a retry accepted.")
+@click.option("--before", default=None, help="Page on: the last id of the previous page.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@json_option
+@reports_errors
+def rejected_list(
+    config_path: str | None,
+    source: str | None,
+    everything: bool,
+    before: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Kept rejected deliveries, newest first: reason, size, times, retry outcome."""
+    config = quiet_config(config_path)
+
+    async def go() -> RejectedPage:
+        async with opened_store(config) as store:
+            return await rejected_page(
+                store, source=source, include_settled=everything, before=before, limit=limit
+            )
+
+    page = run(go())
+    if as_json:
+        print_json(page.as_json())
+        return
+    if not page.rejected:
+        click.echo("no rejected deliveries")
+        return
+    table = Table()
+    table.add_column("id", no_wrap=True, min_width=max(len(r.id) for r in page.rejected))
+    for name in ("source", "reason", "bytes", "seen", "last_seen", "retry"):
+        table.add_column(name, overflow="fold")
+    for item in page.rejected:
+        size = f"{item.body_bytes}" if item.body_kept else f"{item.body_bytes} (not kept)"
+        table.add_row(
+            item.id,
+            item.source,
+            item.reason,
+            size,
+            str(item.seen),
+            iso(item.last_seen_at) or "",
+            item.retry_outcome or "",
+        )
+    console().print(table)
+
+
+@rejected.command("retry")
+@config_option
+@click.argument("ids", nargs=-1)
+@click.option("--source", default=None, help="With --all: only this source.")
+@click.option("--all", "everything", is_flag=True, help="Every one not yet accepted (--limit).")
+@click.option("--limit", type=click.IntRange(1, 10000), default=100, show_default=True)
+@json_option
+@reports_errors
+def rejected_retry(
+    config_path: str | None,
+    ids: tuple[str, ...],
+    source: str | None,
+    everything: bool,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Check kept deliveries again with the current secrets, through the normal path.
+
+    Each is verified as of the time it was received; one that holds is reserved and
+    queued like any delivery (a duplicate if the provider redelivered it meanwhile), one
+    that does not stays rejected with its new code. Exit 1 if any is still refused."""
+    if bool(ids) == everything:
+        raise InvalidArgument("give rejected ids, or --all (with --limit, --source)")
+    config = quiet_config(config_path)
+    config.require_secrets()
+
+    async def go() -> list[dict[str, object]]:
+        from hookinbox.receive.receiver import Receiver
+        from hookinbox.receive.rejected_retry import retry_rejected_many
+
+        async with opened_store(config) as store:
+            receiver = Receiver(config, store)
+            results = await retry_rejected_many(
+                receiver,
+                store,
+                ids=list(ids) or None,
+                source=source,
+                limit=limit,
+                actor=default_actor(),
+            )
+            return [result.as_json() for result in results]
+
+    results = run(go())
+    if as_json:
+        print_json(results)
+    else:
+        for result in results:
+            click.echo(
+                f"{result['rejected_id']}  {result['source']}  {result['outcome']}"
+                f"  {result['delivery_id'] or ''}".rstrip()
+            )
+        if not results:
+            click.echo("nothing to retry")
+    if any(r["outcome"] not in ("accepted", "duplicate") for r in results):
+        raise SystemExit(1)

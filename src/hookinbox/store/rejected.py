@@ -1,0 +1,210 @@
+"""Rejected deliveries: refusals for a signature or a timestamp, kept for a while so that
+an operator can check them again after fixing a secret (``hookinbox rejected retry``).
+
+Bounded by construction, whatever a sender does: one row per (source, body) -- a
+provider's repeats of one delivery, or a forger's of one body, update it (``seen``, the
+latest headers) -- and after every write the source's rows are cut to a ring of at most
+``max_rows`` rows and ``max_bytes`` bytes, the least recently seen going first. Rows older
+than the retention are purged in batches. (The receiver also rate-limits writes before
+they reach the store: :mod:`hookinbox.receive.rejected`.)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from hookinbox.store.records import Record, iso
+from hookinbox.store.sql import DecodeTime, Row, Sql, Tx, count, row
+
+if TYPE_CHECKING:
+    from hookinbox.store.driver import Driver
+
+#: Retry outcomes after which a rejected delivery is done with (listed only with --all).
+SETTLED = ("accepted", "duplicate")
+
+
+@dataclass(frozen=True, slots=True)
+class NewRejected:
+    """A refused delivery to keep: headers already stripped of credentials and bounded,
+    ``body`` None when it was larger than the cap."""
+
+    id: str
+    source: str
+    reason: str
+    body_sha256: str
+    body: bytes | None
+    body_bytes: int
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedDelivery(Record):
+    id: str
+    source: str
+    reason: str
+    body_sha256: str
+    body_bytes: int
+    body_kept: bool
+    first_seen_at: datetime
+    last_seen_at: datetime
+    seen: int
+    retried_at: datetime | None
+    retry_outcome: str | None
+    retry_delivery_id: str | None
+    headers: dict[str, str]
+    #: The raw body, when read with it (``get``) and kept.
+    body: bytes | None = None
+
+    @classmethod
+    def read(
+        cls, found: Row, decode_time: DecodeTime, *, with_body: bool = False
+    ) -> RejectedDelivery:
+        body = found["body"] if with_body else None
+        return cls.from_row(
+            found,
+            decode_time,
+            headers=json.loads(found["headers"]),
+            body=bytes(body) if body is not None else None,
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        """Ids, codes, sizes, times and header names: never the body or header values."""
+        return {
+            "id": self.id,
+            "source": self.source,
+            "reason": self.reason,
+            "body_sha256": self.body_sha256,
+            "body_bytes": self.body_bytes,
+            "body_kept": self.body_kept,
+            "header_names": sorted(self.headers),
+            "first_seen_at": iso(self.first_seen_at),
+            "last_seen_at": iso(self.last_seen_at),
+            "seen": self.seen,
+            "retried_at": iso(self.retried_at),
+            "retry_outcome": self.retry_outcome,
+            "retry_delivery_id": self.retry_delivery_id,
+        }
+
+
+_COLUMNS = (
+    "id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers,"
+    " first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id"
+)
+_KEEP = Sql(
+    "INSERT INTO rejected_deliveries (id, source, reason, body_sha256, body, body_bytes,"
+    " stored_bytes, headers, first_seen_at, last_seen_at, seen)"
+    " VALUES (:id, :source, :reason, :sha, :body, :body_bytes, :stored, :headers, {now}, {now}, 1)"
+    " ON CONFLICT (source, body_sha256) DO UPDATE SET reason = excluded.reason,"
+    " headers = excluded.headers, stored_bytes = excluded.stored_bytes,"
+    " body = coalesce(rejected_deliveries.body, excluded.body),"
+    " last_seen_at = excluded.last_seen_at, seen = rejected_deliveries.seen + 1,"
+    " retried_at = NULL, retry_outcome = NULL, retry_delivery_id = NULL"
+    " RETURNING id"
+)
+# The ring: the source's rows newest first; past max_rows, or past max_bytes in total.
+_TRIM = Sql(
+    "DELETE FROM rejected_deliveries WHERE id IN (SELECT id FROM ("
+    "SELECT id, row_number() OVER w AS n, CAST(sum(stored_bytes) OVER w AS BIGINT) AS total"
+    " FROM rejected_deliveries WHERE source = :source"
+    " WINDOW w AS (ORDER BY last_seen_at DESC, id DESC"
+    " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    ") ranked WHERE n > :max_rows OR total > :max_bytes)"
+)
+_LIST = Sql(
+    f"SELECT {_COLUMNS} FROM rejected_deliveries"
+    " WHERE (source = :source OR :source IS NULL)"
+    " AND (:everything OR retry_outcome IS NULL OR retry_outcome NOT IN ('accepted', 'duplicate'))"
+    " AND (id < :before OR :before IS NULL)"
+    " ORDER BY id DESC LIMIT :limit"
+)
+_GET = Sql(f"SELECT {_COLUMNS}, body FROM rejected_deliveries WHERE id = :id")
+_MARK = Sql(
+    "UPDATE rejected_deliveries SET retried_at = {now}, retry_outcome = :outcome,"
+    " retry_delivery_id = :delivery_id WHERE id = :id"
+)
+_OLD = "FROM rejected_deliveries WHERE last_seen_at < {now} - {secs:age}"
+_COUNT_OLD = Sql("SELECT count(*) " + _OLD)
+_PURGE = Sql(f"DELETE FROM rejected_deliveries WHERE id IN (SELECT id {_OLD} LIMIT :limit)")
+_TOTALS = Sql(
+    "SELECT source, reason, count(*) AS rows_kept, sum(seen) AS seen,"
+    " CAST(sum(stored_bytes) AS BIGINT) AS stored_bytes"
+    " FROM rejected_deliveries GROUP BY source, reason ORDER BY source, reason"
+)
+
+
+def _keep(item: NewRejected, max_rows: int, max_bytes: int) -> Tx[str | None]:
+    headers = json.dumps(item.headers, separators=(",", ":"))
+    stored = len(item.body or b"") + len(headers)
+    kept = yield row(
+        _KEEP,
+        id=item.id,
+        source=item.source,
+        reason=item.reason,
+        sha=item.body_sha256,
+        body=item.body,
+        body_bytes=item.body_bytes,
+        stored=stored,
+        headers=headers,
+    )
+    yield count(_TRIM, source=item.source, max_rows=max_rows, max_bytes=max_bytes)
+    return str(kept["id"]) if kept is not None else None
+
+
+class Rejected:
+    def __init__(self, db: Driver) -> None:
+        self._db = db
+
+    async def keep_rejected(
+        self, item: NewRejected, *, max_rows: int, max_bytes: int
+    ) -> str | None:
+        """Keep (or, for a body already kept for the source, update) one refused delivery,
+        then cut the source's rows to the ring; the row's id."""
+        return await self._db.run(_keep(item, max_rows, max_bytes))
+
+    async def list_rejected(
+        self,
+        *,
+        source: str | None = None,
+        include_settled: bool = False,
+        before: str | None = None,
+        limit: int = 50,
+    ) -> list[RejectedDelivery]:
+        """Newest first (by first seen); without ``include_settled``, only those not yet
+        accepted by a retry."""
+        found = await self._db.rows(
+            _LIST, source=source, everything=include_settled, before=before, limit=limit
+        )
+        return [RejectedDelivery.read(r, self._db.decode_time) for r in found]
+
+    async def get_rejected(self, rejected_id: str) -> RejectedDelivery | None:
+        """One rejected delivery with its body (None once purged or never kept)."""
+        found = await self._db.row(_GET, id=rejected_id)
+        return RejectedDelivery.read(found, self._db.decode_time, with_body=True) if found else None
+
+    async def mark_rejected_retried(
+        self, rejected_id: str, outcome: str, delivery_id: str | None
+    ) -> None:
+        await self._db.count(_MARK, id=rejected_id, outcome=outcome, delivery_id=delivery_id)
+
+    async def count_purgeable_rejected(self, older_than_seconds: float) -> int:
+        return int(await self._db.value(_COUNT_OLD, age=float(older_than_seconds)))
+
+    async def purge_rejected(self, older_than_seconds: float, limit: int) -> int:
+        """Delete up to ``limit`` rejected deliveries last seen before the cutoff."""
+        return await self._db.count(_PURGE, age=float(older_than_seconds), limit=limit)
+
+    async def rejected_totals(self) -> list[dict[str, Any]]:
+        """Per source and reason: rows kept, refusals seen, bytes kept."""
+        return [
+            {
+                "source": r["source"],
+                "reason": r["reason"],
+                "rows": int(r["rows_kept"]),
+                "seen": int(r["seen"]),
+                "stored_bytes": int(r["stored_bytes"]),
+            }
+            for r in await self._db.rows(_TOTALS)
+        ]
