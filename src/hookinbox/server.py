@@ -26,8 +26,8 @@ that fill it stay. Measured figures and the alternatives weighed are in docs/ser
 
 A 408 is followed by a **lingering close** (as nginx does): the answer and a FIN are
 sent, and whatever the client still sends is read and dropped for at most
-``LINGER_SECONDS`` and ``LINGER_BYTES``, so that its kernel does not answer the unread bytes with a reset that
-destroys the answer before the client reads it.
+``LINGER_SECONDS`` and ``LINGER_BYTES``, so that its kernel does not answer the unread
+bytes with a reset that destroys the answer before the client reads it.
 
 Deadlines are not timers per request: each connection notes when its current phase
 expires (one float), and one sweep per server, every ``tick`` seconds while connections
