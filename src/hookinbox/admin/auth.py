@@ -6,9 +6,9 @@
   the same token accepts it, and changing the token ends every session. Nothing of the
   token is in the cookie.
 - ``POST /admin/logout`` revokes the session's id (:class:`Revocations`) until its
-  expiry, so a copied cookie dies with the logout, not twelve hours later. The built-in
-  :class:`MemoryRevocations` holds them in this process; across processes a shared table
-  is needed (see its docstring).
+  expiry, so a copied cookie dies with the logout, not twelve hours later. The admin
+  keeps them in the store (:class:`StoreRevocations`), so a logout holds in every
+  process and host; :class:`MemoryRevocations` is the in-process alternative.
 - Failed logins are rate-limited (:class:`LoginLimiter`): a few per client address per
   minute and a few dozen overall, then 429 with ``Retry-After`` without comparing the
   token at all.
@@ -28,9 +28,12 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from starlette.requests import Request
+
+if TYPE_CHECKING:
+    from hookinbox.store.admin_sessions import AdminSessions
 
 ADMIN_TOKEN_ENV = "HOOKINBOX_ADMIN_TOKEN"
 COOKIE = "hookinbox_admin"
@@ -58,17 +61,24 @@ class Revocations(Protocol):
         ...
 
 
+class StoreRevocations:
+    """Revocations in the store's ``admin_sessions_revoked`` table: one primary-key
+    lookup per admin request, and a logout in one process holds in all of them."""
+
+    def __init__(self, sessions: AdminSessions, clock: Callable[[], float] = time.time) -> None:
+        self._sessions = sessions
+        self._clock = clock
+
+    async def revoke(self, sid: str, until: float) -> None:
+        await self._sessions.revoke(sid, until - self._clock())
+
+    async def is_revoked(self, sid: str) -> bool:
+        return await self._sessions.is_revoked(sid)
+
+
 class MemoryRevocations:
     """Revocations in this process's memory: they hold for every request this process
-    serves, and are lost on restart.
-
-    With several processes (``serve --processes N``, several hosts) a logout must reach
-    them all, which needs a shared table in the store, e.g.
-    ``admin_sessions_revoked(sid text PRIMARY KEY, until timestamptz NOT NULL)`` with
-    ``revoke`` an ``INSERT ... ON CONFLICT DO NOTHING``, ``is_revoked`` a primary-key
-    lookup, and the purge job deleting rows past ``until``. Until then, changing
-    ``HOOKINBOX_ADMIN_TOKEN`` ends every session in every process.
-    """
+    serves, and are lost on restart (for an admin on a store of its own, or tests)."""
 
     def __init__(
         self, *, max_entries: int = 10_000, clock: Callable[[], float] = time.time

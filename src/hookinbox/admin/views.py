@@ -36,6 +36,7 @@ from hookinbox.admin.auth import (
     LoginLimiter,
     Revocations,
     Sessions,
+    StoreRevocations,
     base_path,
     clean_name,
     client_address,
@@ -86,7 +87,7 @@ class Admin:
     ) -> None:
         self.config = config
         self.store = store
-        self.sessions = Sessions(token, revocations)
+        self.sessions = Sessions(token, revocations or StoreRevocations(store.admin_sessions))
         self.logins = logins or LoginLimiter()
         self.metrics = metrics
         self.views = views

@@ -5,12 +5,14 @@ letters), ``store.effects`` (the ledger), ``store.audit`` and ``store.sources`` 
 actions, pause state), ``store.resources`` and ``store.outbox`` (tracked resources and
 their notifications), ``store.reads`` (gauges, counts, reconciliation queries),
 ``store.retention`` (purges), ``store.rejected`` (refused deliveries kept for a retry),
-``store.notices`` (notices of dead letters, pauses, rejections, written to the outbox).
+``store.notices`` (notices of dead letters, pauses, rejections, written to the outbox),
+``store.admin_sessions`` (admin sessions ended by a logout).
 Each is written once over the driver the URL picks.
 """
 
 from __future__ import annotations
 
+from hookinbox.store.admin_sessions import AdminSessions
 from hookinbox.store.audit import Audit
 from hookinbox.store.driver import Driver
 from hookinbox.store.effects import Effects
@@ -48,6 +50,7 @@ class Store:
         self.retention = Retention(driver)
         self.rejected = Rejected(driver)
         self.notices = Notices(driver)
+        self.admin_sessions = AdminSessions(driver)
 
     async def open(self, *, migrate: bool = True) -> None:
         """Connect, and apply pending migrations unless told not to."""
