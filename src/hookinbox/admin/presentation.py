@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jinja2
 
@@ -84,6 +86,48 @@ def text_arg(value: object, what: str, *, max_length: int = MAX_TEXT) -> str | N
     if len(text) > max_length or _CONTROL.search(text):
         raise InvalidArgument(f"the {what} is not valid")
     return text
+
+
+#: The longest flash message a redirect carries.
+MAX_FLASH = 600
+#: The refused jobs a bulk retry's flash names one by one; the rest are counted.
+FLASH_REFUSED = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Flash:
+    """The outcome of an action, carried by its redirect to the GET page that shows it
+    (``?kind=done&flash=...``, signed for the session by the view)."""
+
+    kind: Literal["done", "problem"]
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.text}"
+
+    def query(self) -> dict[str, str]:
+        return {"kind": self.kind, "flash": self.text[:MAX_FLASH]}
+
+    @classmethod
+    def from_query(cls, params: Mapping[str, str]) -> Flash | None:
+        kind, text = params.get("kind", ""), params.get("flash", "")
+        if kind not in ("done", "problem") or not text or len(text) > MAX_FLASH:
+            return None
+        if _CONTROL.search(text):
+            return None
+        return cls("done" if kind == "done" else "problem", text)
+
+
+def retry_summary(results: Sequence[tuple[str, str | None]]) -> str:
+    """One line for a bulk retry: how many were requeued, and which were refused and
+    why (the first few by job id and error code, the rest counted)."""
+    refused = [(job, code) for job, code in results if code]
+    text = f"retried {len(results)} dead letter(s): {len(results) - len(refused)} requeued"
+    if refused:
+        named = ", ".join(f"{job} ({code})" for job, code in refused[:FLASH_REFUSED])
+        more = len(refused) - FLASH_REFUSED
+        text += f"; {len(refused)} refused: {named}" + (f" and {more} more" if more > 0 else "")
+    return text[:MAX_FLASH]
 
 
 def pretty_body(body: bytes) -> str:

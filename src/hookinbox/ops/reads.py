@@ -63,6 +63,13 @@ async def view_payload(store: Store, ref: str, *, actor: str) -> tuple[DeliveryV
     return found, body
 
 
+async def payload_already_viewed(store: Store, delivery_id: str) -> bytes | None:
+    """The body again for the page a :func:`view_payload` redirected to (the admin's
+    post/redirect/get): that view was audited once; showing it on the GET that follows,
+    or on a reload of it, is the same view and is not audited again."""
+    return await store.journal.read_payload(delivery_id)
+
+
 @dataclass(frozen=True, slots=True)
 class SourceOverview:
     name: str
