@@ -232,10 +232,16 @@ class ActionError(HookinboxError):
 
     Raise it from a handler with a short code of your own (``crm_unavailable``): the
     code is what the journal, the dead-letter list and the metrics show. The message is
-    never logged (it may quote a payload)."""
+    never logged (it may quote a payload).
+
+    ``not_started=True`` says the effect certainly did not begin (the request never
+    reached the other side: a refused connection, a name that does not resolve), so the
+    effects ledger releases the key this attempt started instead of leaving it
+    "started and never recorded" for reconcile to report."""
 
     code = "action_failed"
 
-    def __init__(self, code: str, message: str | None = None) -> None:
+    def __init__(self, code: str, message: str | None = None, *, not_started: bool = False) -> None:
         super().__init__(message or code)
         self.code = code
+        self.not_started = not_started
