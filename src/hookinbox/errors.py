@@ -23,6 +23,7 @@ The tree::
     ├── SourcePaused                 source_paused      HTTP 503
     ├── StoreError                   store_error        HTTP 503, exit 3
     │   ├── StoreUnavailable         store_unavailable  HTTP 503, exit 3
+    │   ├── StoreNotFound            store_not_found    HTTP 503, exit 3
     │   └── StoreRejectedRow         store_rejected_row HTTP 400, exit 3
     ├── NotFound                     not_found          HTTP 404, exit 4
     ├── OperationRefused             refused            HTTP 409, exit 5
@@ -184,6 +185,17 @@ class StoreUnavailable(StoreError):
     """The store cannot be reached or could not commit."""
 
     code = "store_unavailable"
+    http_status = 503
+    exit_code = 3
+
+
+class StoreNotFound(StoreError):
+    """There is no hookinbox store at the configured URL (no such SQLite file or
+    PostgreSQL database, or one without hookinbox's schema). Operator commands never
+    create one: a typo in a cron job's URL must fail, not report an empty store as clean.
+    ``serve``, ``worker`` and ``migrate`` create and migrate it."""
+
+    code = "store_not_found"
     http_status = 503
     exit_code = 3
 

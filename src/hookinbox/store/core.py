@@ -11,6 +11,7 @@ Each is written once over the driver the URL picks.
 
 from __future__ import annotations
 
+from hookinbox.errors import StoreNotFound
 from hookinbox.store.audit import Audit
 from hookinbox.store.driver import Driver
 from hookinbox.store.effects import Effects
@@ -49,9 +50,16 @@ class Store:
         self.rejected = Rejected(driver)
         self.notices = Notices(driver)
 
-    async def open(self, *, migrate: bool = True) -> None:
-        """Connect, and apply pending migrations unless told not to."""
-        await self._db.open()
+    async def open(self, *, migrate: bool = True, create: bool = True) -> None:
+        """Connect, and apply pending migrations unless told not to.
+
+        ``create=False`` (every operator command) opens only a store that exists and holds
+        hookinbox's schema, else raises StoreNotFound: no SQLite file is made, no schema
+        laid into an empty database. Pending migrations of an existing store still apply."""
+        await self._db.open(create=create)
+        if not create and not await self._db.has_schema():
+            await self._db.close()
+            raise StoreNotFound("the database holds no hookinbox store (run `hookinbox migrate`)")
         if migrate:
             await self.migrate()
 
