@@ -27,6 +27,7 @@ import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -125,6 +126,8 @@ class Admin:
                 Route("/dead-letters/retry-selected", act(self.retry_selected), methods=["POST"]),
                 Route("/sources", page(self.sources), methods=["GET"]),
                 Route("/rejected", page(self.rejected), methods=["GET"]),
+                Route("/reviews", page(self.reviews), methods=["GET"]),
+                Route("/reviews/{id}/resolve", act(self.resolve_review), methods=["POST"]),
                 Route("/sources/{name}/pause", act(self.pause), methods=["POST"]),
                 Route("/sources/{name}/resume", act(self.resume), methods=["POST"]),
             ]
@@ -177,6 +180,7 @@ class Admin:
             nonce=nonce,
             flash=self._flash(request, sid),
             here=request.url.path,
+            now=datetime.now(UTC),
             **context,
         )
         return HTMLResponse(html, status_code=status, headers=security_headers(nonce))
@@ -422,6 +426,35 @@ class Admin:
         return self._render(
             request, "rejected.html", rejected=page, totals=found.totals, older=older
         )
+
+    # -- reviews ------------------------------------------------------------------------
+    async def reviews(self, request: Request) -> Response:
+        """Rejected transitions waiting for a review (``?all=1``: resolved ones too)."""
+        q = request.query_params
+        include_resolved = q.get("all") == "1"
+        before = form_int(q.get("before"), 0, what="page") or None
+        found = await ops.list_reviews(
+            self.store, self.config, resolved=include_resolved, before=before, limit=PAGE + 1
+        )
+        page, more = found.reviews[:PAGE], len(found.reviews) > PAGE
+        older = None
+        if more:
+            keep = {"all": "1"} if include_resolved else {}
+            older = urlencode({**keep, "before": str(page[-1].id)})
+        return self._render(
+            request,
+            "reviews.html",
+            reviews=page,
+            report=found,
+            include_resolved=include_resolved,
+            older=older,
+        )
+
+    async def resolve_review(self, request: Request) -> Response:
+        transition_id = form_int(request.path_params["id"], 0, what="transition id")
+        note = str(request.state.form.get("note", ""))
+        await ops.resolve_review(self.store, transition_id, actor=self._actor(request), note=note)
+        return self._back(request, "/reviews", f"transition {transition_id} resolved")
 
     async def pause(self, request: Request) -> Response:
         name = _path_name(request)

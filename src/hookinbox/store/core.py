@@ -23,6 +23,7 @@ from hookinbox.store.reads import Reads
 from hookinbox.store.rejected import Rejected
 from hookinbox.store.resources import Resources
 from hookinbox.store.retention import Retention
+from hookinbox.store.reviews import Reviews
 from hookinbox.store.sources import Sources
 from hookinbox.store.sql import Sql
 
@@ -49,6 +50,7 @@ class Store:
         self.retention = Retention(driver)
         self.rejected = Rejected(driver)
         self.notices = Notices(driver)
+        self.reviews = Reviews(driver)
 
     async def open(self, *, migrate: bool = True, create: bool = True) -> None:
         """Connect, and apply pending migrations unless told not to.

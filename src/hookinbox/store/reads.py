@@ -47,6 +47,10 @@ _OLDER = "< {now} - {secs:age}"
 _EXPIRED = "FROM jobs WHERE state = 'processing' AND lease_expires_at < {now}"
 _STALE = "FROM jobs WHERE state = 'accepted' AND created_at " + _OLDER
 _PAST_REVIEW = "FROM jobs WHERE state = 'failed' AND failed_at " + _OLDER
+_UNREVIEWED = (
+    "FROM resource_transitions t JOIN resources r ON r.id = t.resource_id"
+    " WHERE t.outcome = 'rejected' AND t.reviewed_at IS NULL AND t.created_at " + _OLDER
+)
 _JOBLESS = "FROM deliveries d WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)"
 _UNRECORDED = (
     "FROM effects e LEFT JOIN jobs j ON j.id = e.job_id WHERE e.state = 'started'"
@@ -93,6 +97,15 @@ ANOMALY_CHECKS: dict[str, tuple[Sql, Sql]] = {
             "SELECT e.key AS id, j.delivery_id, j.source,"
             " 'job ' || coalesce(e.job_id, '?') || ' is ' || coalesce(j.state, 'gone') AS detail,"
             " e.created_at AS since " + _UNRECORDED + " ORDER BY e.created_at LIMIT :limit"
+        ),
+    ),
+    "unreviewed_transitions": (
+        Sql("SELECT count(*) " + _UNREVIEWED),
+        Sql(
+            "SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, r.kind AS source,"
+            " t.resource_id || ' ' || coalesce(t.from_state, '?') || ' -> '"
+            " || coalesce(t.to_state, '?') || ' (' || coalesce(t.reason, '?') || ')' AS detail,"
+            " t.created_at AS since " + _UNREVIEWED + " ORDER BY t.id LIMIT :limit"
         ),
     ),
 }
@@ -156,6 +169,6 @@ class Reads:
         """Run one named reconciliation query (:data:`ANOMALY_CHECKS`):
         ``expired_leases``, ``stale_accepted``, ``failed_past_review``,
         ``deliveries_without_jobs`` (samples grouped by source and type),
-        ``unrecorded_effects``."""
+        ``unrecorded_effects``, ``unreviewed_transitions``."""
         tx = _anomalies(check, float(older_than_seconds), limit, self._db.decode_time)
         return await self._db.run(tx, atomic=False)
