@@ -82,6 +82,8 @@ PAGE = 50
 MAX_RETRY_SELECTED = 200
 #: The longest id (delivery, job, event) or keyset cursor a page takes.
 MAX_REF = 300
+#: How often the overview reloads itself (a meta refresh: no script, any CSP).
+OVERVIEW_REFRESH_SECONDS = 10
 #: How long the page a "Show payload" redirected to may show it again (a reload).
 PAYLOAD_GRANT_SECONDS = 300
 
@@ -258,7 +260,16 @@ class Admin:
     # -- overview -----------------------------------------------------------------------
     async def overview(self, request: Request) -> Response:
         seen = await overview(self.store, self.config, self.metrics.recent)
-        return self._render(request, "overview.html", rows=seen.sources, chart=chart(seen.minutes))
+        as_of = datetime.fromtimestamp(seen.as_of, UTC)
+        return self._render(
+            request,
+            "overview.html",
+            rows=seen.sources,
+            chart=chart(seen.minutes),
+            as_of=as_of,
+            as_of_iso=as_of.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            refresh_seconds=OVERVIEW_REFRESH_SECONDS,
+        )
 
     # -- deliveries ---------------------------------------------------------------------
     async def deliveries(self, request: Request) -> Response:

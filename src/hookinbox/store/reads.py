@@ -38,6 +38,15 @@ _PER_MINUTE = Sql(
     "SELECT source, {minute:first_seen_at} AS minute, count(*) AS n"
     " FROM deliveries WHERE id >= :floor GROUP BY 1, 2 ORDER BY 2"
 )
+#: The most recent attempts the overview's failure series looks at: a scan of the
+#: primary key's tail, bounded whatever the table holds (attempts have no time index).
+FAILURE_SCAN = 100_000
+_FAILED_PER_MINUTE = Sql(
+    "SELECT {minute:ended_at} AS minute, count(*) AS n FROM attempts"
+    " WHERE id > (SELECT coalesce(max(id), 0) FROM attempts) - :scan"
+    " AND ended_at >= :since AND outcome IN ('retry', 'failed', 'lease_expired')"
+    " GROUP BY 1 ORDER BY 1"
+)
 _REASONS = Sql(
     "SELECT source, action, coalesce(last_error, '') AS reason, count(*) AS n"
     " FROM jobs WHERE state = 'failed' GROUP BY 1, 2, 3 ORDER BY n DESC, reason"
@@ -157,6 +166,12 @@ class Reads:
         """``(source, minute since the epoch, deliveries accepted)`` since a time."""
         found = await self._db.rows(_PER_MINUTE, floor=delivery_id_floor(since.timestamp()))
         return [(r["source"], int(r["minute"]), int(r["n"])) for r in found]
+
+    async def failed_attempts_per_minute(self, since: datetime) -> list[tuple[int, int]]:
+        """``(minute since the epoch, attempts that failed)`` since a time (retried,
+        dead-lettered or lease lost), among the last FAILURE_SCAN attempts."""
+        found = await self._db.rows(_FAILED_PER_MINUTE, since=since, scan=FAILURE_SCAN)
+        return [(int(r["minute"]), int(r["n"])) for r in found]
 
     async def dead_letter_reasons(self) -> list[tuple[str, str, str, int]]:
         """``(source, action, last error code, failed jobs)``, largest group first."""
