@@ -113,3 +113,29 @@ async def test_a_flash_not_signed_for_this_session_is_not_shown(sqlite_url: str)
             await login(other, base)
             page = await other.get(base + paused.headers["location"])
             assert 'id="flash"' not in page.text
+
+
+async def test_an_action_the_operator_function_refuses_leads_back_with_the_reason(
+    sqlite_url: str,
+) -> None:
+    """A double click: the second Retry finds the job no longer failed. Nothing changes,
+    and the answer is still a 303 to a page that says why."""
+    async with running_inbox(admin_config(sqlite_url)) as inbox, httpx.AsyncClient() as client:
+        job_id = await dead_letter(inbox, client, "evt_twice")
+        await login(client, inbox.base_url)
+        base = inbox.base_url
+        csrf = csrf_of((await client.get(f"{base}/admin/dead-letters")).text)
+        first = await client.post(
+            f"{base}/admin/dead-letters/retry", data={"csrf": csrf, "job_id": job_id}
+        )
+        second = await client.post(
+            f"{base}/admin/dead-letters/retry", data={"csrf": csrf, "job_id": job_id}
+        )
+        assert first.status_code == second.status_code == 303
+        assert second.headers["location"].startswith("/admin/dead-letters?")
+        page = await client.get(base + second.headers["location"])
+        assert 'class="problem" id="flash"' in page.text and "not failed" in page.text
+        assert await commands(inbox, "dlq-retry") == 1
+        unknown = await client.post(f"{base}/admin/sources/nope/pause", data={"csrf": csrf})
+        assert unknown.status_code == 303
+        assert "unknown_source" in (await client.get(base + unknown.headers["location"])).text

@@ -1,14 +1,16 @@
-"""The admin web page under ``/admin``: overview, deliveries, dead letters, sources.
+"""The admin web page under ``/admin``: overview, deliveries, dead letters, sources,
+rejected deliveries, reviews of rejected transitions.
 
 Server-rendered with Jinja2 (autoescaped) and a few lines of plain JS. It is off unless
 ``HOOKINBOX_ADMIN_TOKEN`` is set (access rules: :mod:`hookinbox.admin.auth`). Without a
 valid session a GET redirects to the login form and a POST answers 401.
 
-Every action is post/redirect/get: a POST that ran answers 303 to a GET page with its
-outcome as a flash message signed for the session, so a reload shows the outcome again
-and never repeats the action. A POST refused before anything changed (bad input, a
-missing CSRF token) answers its 4xx page. Selecting dead letters to retry is a GET (the
-confirmation page); only the confirmation's POST retries.
+Every action is post/redirect/get: a POST that ran, or that its operator function
+refused (404, 409: nothing changed), answers 303 to a GET page with its outcome as a
+flash message signed for the session, so a reload shows the outcome again and never
+repeats the action. A POST refused before anything changed (bad input, a missing CSRF
+token) answers its 4xx page. Selecting dead letters to retry is a GET (the confirmation
+page); only the confirmation's POST retries.
 
 Every read and every action goes through the operator functions of :mod:`hookinbox.ops`
 (the CLI calls the same), with the actor ``admin:NAME``. Every list is a keyset page over
@@ -163,9 +165,16 @@ class Admin:
                 log.warning("admin_csrf_refused", path=request.url.path)
                 return PlainTextResponse("invalid CSRF token", status_code=403)
             request.state.form = form
+            request.state.back = None
             try:
                 return await handler(request)
             except HookinboxError as exc:
+                back = request.state.back
+                if back is not None and exc.http_status in (404, 409):
+                    # Refused by the operator function (no such job, not failed any
+                    # more, an unknown source): nothing changed, and the page the
+                    # action came from says so; a reload repeats nothing either way.
+                    return self._back(request, back, f"{exc.code}: {exc.message}", problem=True)
                 return self._render(request, "error.html", status=exc.http_status, error=exc)
 
         return guarded
@@ -347,6 +356,7 @@ class Admin:
 
     async def replay(self, request: Request) -> Response:
         ref = _path_ref(request)
+        request.state.back = f"/deliveries/{quote(ref)}"
         report = await ops.replay(
             self.store, self.config, ref, actor=self._actor(request), wait_seconds=0
         )
@@ -385,6 +395,7 @@ class Admin:
         job_id = text_arg(form.get("one") or form.get("job_id"), "job id", max_length=MAX_REF)
         if job_id is None:
             raise InvalidArgument("no dead letter named")
+        request.state.back = "/dead-letters"
         await ops.dlq_retry(self.store, self.config, job_id, actor=self._actor(request))
         delivery_id = job_id.rsplit(":", 1)[0]
         return self._back(request, f"/deliveries/{quote(delivery_id)}", f"{job_id} retried")
@@ -464,12 +475,14 @@ class Admin:
     async def resolve_review(self, request: Request) -> Response:
         transition_id = form_int(request.path_params["id"], 0, what="transition id")
         note = str(request.state.form.get("note", ""))
+        request.state.back = "/reviews"
         await ops.resolve_review(self.store, transition_id, actor=self._actor(request), note=note)
         return self._back(request, "/reviews", f"transition {transition_id} resolved")
 
     async def pause(self, request: Request) -> Response:
         name = _path_name(request)
         reason = text_arg(str(request.state.form.get("reason", "")).strip()[:200], "reason")
+        request.state.back = "/sources"
         await ops.pause_source(
             self.store, self.config, name, actor=self._actor(request), reason=reason
         )
@@ -477,6 +490,7 @@ class Admin:
 
     async def resume(self, request: Request) -> Response:
         name = _path_name(request)
+        request.state.back = "/sources"
         await ops.resume_source(self.store, self.config, name, actor=self._actor(request))
         return self._back(request, "/sources", f"source {name} resumed")
 
