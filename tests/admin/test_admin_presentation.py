@@ -60,3 +60,9 @@ def test_a_flash_is_read_back_only_when_well_formed() -> None:
     assert Flash.from_query({"kind": "evil", "flash": "x"}) is None
     assert Flash.from_query({"kind": "done", "flash": "a\x00b"}) is None
     assert Flash.from_query({"kind": "done", "flash": "x" * (MAX_FLASH + 1)}) is None
+
+
+def test_a_flash_made_from_any_message_reads_back_the_same() -> None:
+    made = Flash.of("problem", "refused: job \x1b[31m" + "x" * 2000)
+    assert Flash.from_query(made.query()) == made
+    assert len(made.text) == MAX_FLASH and "\x1b" not in made.text

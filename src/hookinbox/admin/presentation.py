@@ -141,8 +141,14 @@ class Flash:
     def __str__(self) -> str:
         return f"{self.kind}:{self.text}"
 
+    @classmethod
+    def of(cls, kind: Literal["done", "problem"], text: str) -> Flash:
+        """A flash that survives the round trip: control characters made spaces, cut
+        to MAX_FLASH (what :meth:`from_query` accepts back)."""
+        return cls(kind, _CONTROL.sub(" ", text)[:MAX_FLASH])
+
     def query(self) -> dict[str, str]:
-        return {"kind": self.kind, "flash": self.text[:MAX_FLASH]}
+        return {"kind": self.kind, "flash": self.text}
 
     @classmethod
     def from_query(cls, params: Mapping[str, str]) -> Flash | None:

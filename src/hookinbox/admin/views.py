@@ -210,7 +210,7 @@ class Admin:
     ) -> Response:
         """303 to the GET page ``path`` with ``message`` as a flash signed for this session
         (post/redirect/get: a reload shows the message, never repeats the action)."""
-        flash = Flash("problem" if problem else "done", message)
+        flash = Flash.of("problem" if problem else "done", message)
         signed = {**flash.query(), "fs": self.sessions.sign(request.state.sid, "flash", str(flash))}
         return RedirectResponse(
             f"{base_path(request)}{path}?{urlencode({**(query or {}), **signed})}", 303
