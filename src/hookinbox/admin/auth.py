@@ -13,7 +13,10 @@
   minute and a few dozen overall, then 429 with ``Retry-After`` without comparing the
   token at all.
 - Every state-changing action is a POST carrying a CSRF token derived from the session
-  (a per-session HMAC); a GET never changes anything.
+  (a per-session HMAC); a GET never changes anything. An action that ran answers 303 to
+  a GET page (post/redirect/get), with its outcome as a flash message signed for the
+  session (:meth:`Sessions.sign`), so a reload never repeats it and nobody can craft a
+  link that shows a false one.
 - Every response carries a strict Content-Security-Policy (scripts only with the page's
   nonce), no framing, no referrer, no caching.
 """
@@ -211,6 +214,15 @@ class Sessions:
 
     def csrf_matches(self, sid: str, offered: str) -> bool:
         return hmac.compare_digest(offered.encode(), self.csrf(sid).encode())
+
+    def sign(self, sid: str, purpose: str, value: str) -> str:
+        """A MAC over ``value`` for this session and purpose: what an action's redirect
+        carries in its query string (a flash message, a payload grant), so that a link
+        crafted by someone else shows nothing and a copied one dies with the session."""
+        return self._mac(f"{purpose}:{sid}:{value}")
+
+    def signed(self, sid: str, purpose: str, value: str, mac: str) -> bool:
+        return hmac.compare_digest(mac.encode(), self.sign(sid, purpose, value).encode())
 
 
 def client_address(request: Request) -> str:

@@ -15,6 +15,7 @@ and what.
   :class:`PausedSources` (what each receiver consults)
 - trace: :func:`trace`, with the layers it is given
 - notifications: :func:`resend_outbox`
+- rejected transitions: :func:`list_reviews`, :func:`resolve_review`
 - :class:`OperatorViews`: the extra layers and checks a caller hands to trace/reconcile
 """
 
@@ -40,6 +41,7 @@ from hookinbox.ops.reconcile import (
     reconcile,
 )
 from hookinbox.ops.replay import ReplayItem, ReplayReport, replay
+from hookinbox.ops.reviews import ReviewList, list_reviews, resolve_review
 from hookinbox.ops.sources import (
     PausedSources,
     SourceRow,
@@ -65,6 +67,7 @@ __all__ = [
     "ReplayReport",
     "RetryItem",
     "RetryReport",
+    "ReviewList",
     "SourceRow",
     "SourcesReport",
     "StoreCheck",
@@ -76,12 +79,14 @@ __all__ = [
     "dlq_list",
     "dlq_retry",
     "dlq_retry_all",
+    "list_reviews",
     "list_sources",
     "pause_source",
     "purge",
     "reconcile",
     "replay",
     "resend_outbox",
+    "resolve_review",
     "resume_source",
     "run_purge_loop",
     "trace",

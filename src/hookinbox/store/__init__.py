@@ -52,6 +52,7 @@ from hookinbox.store.resource_records import (
     ResourceView,
     TransitionView,
 )
+from hookinbox.store.reviews import TransitionReview
 
 
 def open_store_for(url: str) -> Store:
@@ -102,6 +103,7 @@ __all__ = [
     "SourceState",
     "Store",
     "StoreGaugeReadings",
+    "TransitionReview",
     "TransitionRules",
     "TransitionView",
     "iso",
