@@ -45,25 +45,26 @@ from hookinbox.admin.auth import (
 from hookinbox.admin.presentation import (
     chart,
     form_int,
-    parse_time,
     pretty_body,
     templates,
     text_arg,
     timeline,
 )
 from hookinbox.config import Config
-from hookinbox.errors import HookinboxError, InvalidArgument
+from hookinbox.errors import AmbiguousId, HookinboxError, InvalidArgument
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
-from hookinbox.ops.reads import dead_letter_page, overview, search_deliveries, view_payload
+from hookinbox.ops.reads import dead_letter_page, overview, view_payload
 from hookinbox.ops.rejected import rejected_page
-from hookinbox.store import JOB_STATES, DeliverySearch, Store
+from hookinbox.store import JOB_STATES, Store
 
 log = get_logger("hookinbox.admin")
 
 PAGE = 50
 #: The most dead letters one "retry selected" may touch.
 MAX_RETRY_SELECTED = 200
+#: The deliveries page's search fields (``where``: a payload field filter).
+SEARCH_FIELDS = ("ref", "source", "type", "status", "since", "until", "where")
 #: The longest id (delivery, job, event) or keyset cursor a page takes.
 MAX_REF = 300
 
@@ -218,40 +219,51 @@ class Admin:
     # -- deliveries ---------------------------------------------------------------------
     async def deliveries(self, request: Request) -> Response:
         q = request.query_params
-        status = q.get("status") or None
-        if status is not None and status not in JOB_STATES:
-            raise InvalidArgument(f"unknown status {status[:40]!r}")
-        search = DeliverySearch(
-            ref=text_arg(q.get("ref"), "id", max_length=MAX_REF),
-            source=text_arg(q.get("source"), "source"),
-            event_type=text_arg(q.get("type"), "type", max_length=MAX_REF),
-            status=status,
-            since=parse_time(q.get("since")),
-            until=parse_time(q.get("until")),
-            before=text_arg(q.get("before"), "page", max_length=MAX_REF),
-            limit=PAGE + 1,
+        query = ops.DeliveryQuery(
+            **{k: q.get(k) for k in ("ref", "source", "type", "status", "since", "until")},
+            payload=q.get("where"),
+            before=q.get("before"),
+            limit=PAGE,
         )
-        found = await search_deliveries(self.store, search)
-        page, more = found[:PAGE], len(found) > PAGE
-        filters = {k: q.get(k, "") for k in ("ref", "source", "type", "status", "since", "until")}
-        older = None
-        if more:
-            older = urlencode({**{k: v for k, v in filters.items() if v}, "before": page[-1].id})
+        found = await ops.search_deliveries(self.store, self.config, query)
+        filters = {k: q.get(k, "") for k in SEARCH_FIELDS}
+        kept = {k: v for k, v in filters.items() if v}
+        older = urlencode({**kept, "before": found.next_before}) if found.next_before else None
         return self._render(
             request,
             "deliveries.html",
-            deliveries=page,
+            deliveries=found.deliveries,
             filters=filters,
             older=older,
+            first=urlencode(kept) if query.before else None,
+            count=found.count,
+            count_capped=found.count_capped,
             sources=sorted(self.config.sources),
             states=JOB_STATES,
         )
 
     async def delivery(self, request: Request, *, payload: str | None = None) -> Response:
         ref = _path_ref(request)
-        report = await ops.trace(self.store, self.config, ref, layers=self.views.trace_layers)
-        traced = next((d for d in report.deliveries if d.delivery.id == ref), None)
-        traced = traced or report.deliveries[0]
+        source = text_arg(request.query_params.get("source"), "source")
+        try:
+            found = await ops.find_delivery(self.store, ref, source)
+        except AmbiguousId:
+            # Two sources share the event id: list both rather than pick one.
+            shared = await self.store.journal.find_deliveries_by_event(ref.strip())
+            return self._render(
+                request,
+                "deliveries.html",
+                deliveries=shared,
+                filters={**dict.fromkeys(SEARCH_FIELDS, ""), "ref": ref.strip()},
+                older=None,
+                first=None,
+                count=len(shared),
+                count_capped=False,
+                sources=sorted(self.config.sources),
+                states=JOB_STATES,
+            )
+        report = await ops.trace(self.store, self.config, found.id, layers=self.views.trace_layers)
+        traced = report.deliveries[0]
         return self._render(
             request,
             "delivery.html",

@@ -14,6 +14,8 @@ and what.
 - pause: :func:`list_sources`, :func:`pause_source`, :func:`resume_source`,
   :class:`PausedSources` (what each receiver consults)
 - trace: :func:`trace`, with the layers it is given
+- search: :func:`search_deliveries` (ids as pasted, type globs, relative times, a payload
+  field), :func:`find_delivery` (never picks one of two sources silently)
 - notifications: :func:`resend_outbox`
 - :class:`OperatorViews`: the extra layers and checks a caller hands to trace/reconcile
 """
@@ -40,6 +42,13 @@ from hookinbox.ops.reconcile import (
     reconcile,
 )
 from hookinbox.ops.replay import ReplayItem, ReplayReport, replay
+from hookinbox.ops.search import (
+    DeliveryQuery,
+    SearchPage,
+    find_delivery,
+    parse_when,
+    search_deliveries,
+)
 from hookinbox.ops.sources import (
     PausedSources,
     SourceRow,
@@ -54,6 +63,7 @@ from hookinbox.ops.views import OperatorViews
 __all__ = [
     "PIPELINE_CHECKS",
     "DeadLetterList",
+    "DeliveryQuery",
     "Finding",
     "OperatorViews",
     "PausedSources",
@@ -65,6 +75,7 @@ __all__ = [
     "ReplayReport",
     "RetryItem",
     "RetryReport",
+    "SearchPage",
     "SourceRow",
     "SourcesReport",
     "StoreCheck",
@@ -76,7 +87,9 @@ __all__ = [
     "dlq_list",
     "dlq_retry",
     "dlq_retry_all",
+    "find_delivery",
     "list_sources",
+    "parse_when",
     "pause_source",
     "purge",
     "reconcile",
@@ -84,5 +97,6 @@ __all__ = [
     "resend_outbox",
     "resume_source",
     "run_purge_loop",
+    "search_deliveries",
     "trace",
 ]

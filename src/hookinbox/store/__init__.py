@@ -34,6 +34,7 @@ from hookinbox.store.records import (
     JobView,
     NewDelivery,
     NewJob,
+    PayloadMatch,
     Reservation,
     iso,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "OutboxView",
     "Outcome",
     "ParkPolicy",
+    "PayloadMatch",
     "RejectedDelivery",
     "Reservation",
     "ResourceEvent",
