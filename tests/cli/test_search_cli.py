@@ -41,3 +41,26 @@ async def test_show_refuses_to_guess_between_two_sources(config_file: Path, stor
     refused(config_file, "deliveries", "show", "evt_both", code=2, says="ambiguous_id: event id")
     shown = ok_json(config_file, "deliveries", "show", "evt_both", "--source", "other")
     assert shown["delivery_id"] == other
+
+
+async def test_dlq_retry_by_filter_previews_then_retries_exactly_the_expected(
+    config_file: Path, store: Store
+) -> None:
+    from tests.support.journal import settle_all
+
+    for n in range(3):
+        await add_delivery(store, f"evt_c{n}")
+    await settle_all(store, "failed", error="connect_error")
+    await add_delivery(store, "evt_h")
+    await settle_all(store, "failed", error="http_503")
+    args = ("dlq", "retry", "--all", "--source", "TEST", "--reason", "connect_error")
+    preview = hookinbox(config_file, *args, "--since", "1h", "--limit", "2", "--dry-run")
+    assert preview.returncode == 0, preview.stderr
+    assert "3 dead letters match; the limit selects 2" in preview.stdout
+    assert "add --expect 2" in preview.stdout
+    refused(config_file, *args, "--limit", "2", "--expect", "1", code=5, says="preview again")
+    done = ok_json(config_file, *args, "--limit", "2", "--expect", "2")
+    assert (done["matched"], done["requeued"]) == (3, 2)
+    left = ok_json(config_file, "dlq", "list")
+    assert sorted(d["last_error"] for d in left["dead_letters"]) == ["connect_error", "http_503"]
+    refused(config_file, "dlq", "retry", "x:y", "--reason", "r", code=2, says="go with --all")

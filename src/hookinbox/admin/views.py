@@ -56,6 +56,7 @@ from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
 from hookinbox.ops.reads import dead_letter_page, overview, view_payload
 from hookinbox.ops.rejected import rejected_page
+from hookinbox.ops.search import clean_term, source_name
 from hookinbox.store import JOB_STATES, Store
 
 log = get_logger("hookinbox.admin")
@@ -65,6 +66,10 @@ PAGE = 50
 MAX_RETRY_SELECTED = 200
 #: The deliveries page's search fields (``where``: a payload field filter).
 SEARCH_FIELDS = ("ref", "source", "type", "status", "since", "until", "where")
+#: The most dead letters one "retry all matching" may touch.
+MAX_RETRY_MATCHING = 1000
+#: How many of the selected dead letters the preview names.
+PREVIEW_IDS = 20
 #: The longest id (delivery, job, event) or keyset cursor a page takes.
 MAX_REF = 300
 
@@ -106,6 +111,12 @@ class Admin:
                 Route("/dead-letters", page(self.dead_letters), methods=["GET"]),
                 Route("/dead-letters/retry", act(self.retry_one), methods=["POST"]),
                 Route("/dead-letters/retry-selected", act(self.retry_selected), methods=["POST"]),
+                Route(
+                    "/dead-letters/retry-matching",
+                    page(self.retry_preview),
+                    methods=["GET"],
+                ),
+                Route("/dead-letters/retry-matching", act(self.retry_matching), methods=["POST"]),
                 Route("/sources", page(self.sources), methods=["GET"]),
                 Route("/rejected", page(self.rejected), methods=["GET"]),
                 Route("/sources/{name}/pause", act(self.pause), methods=["POST"]),
@@ -311,6 +322,7 @@ class Admin:
             source=source or "",
             reason=reason or "",
             max_selected=MAX_RETRY_SELECTED,
+            max_matching=MAX_RETRY_MATCHING,
         )
 
     async def retry_one(self, request: Request) -> Response:
@@ -343,6 +355,62 @@ class Admin:
             except HookinboxError as exc:
                 results.append((job_id, "refused", exc.message))
         return self._render(request, "retried.html", results=results)
+
+    def _matching(self, values: Any) -> tuple[ops.DeadLetterFilter, int]:
+        """The filter and limit of a "retry all matching" form (query string or body)."""
+        matching = ops.DeadLetterFilter(
+            source=source_name(self.config, values.get("source")),
+            action=clean_term(values.get("action"), "action"),
+            reason=clean_term(values.get("reason"), "reason"),
+            since=ops.parse_when(values.get("since"), "since"),
+            until=ops.parse_when(values.get("until"), "until"),
+        )
+        limit = form_int(values.get("limit"), MAX_RETRY_MATCHING, what="limit")
+        if not 1 <= limit <= MAX_RETRY_MATCHING:
+            raise InvalidArgument(f"the limit must be between 1 and {MAX_RETRY_MATCHING}")
+        return matching, limit
+
+    async def retry_preview(self, request: Request) -> Response:
+        """How many dead letters match and exactly which the limit selects (a read: the
+        retry itself is the confirmation's POST)."""
+        matching, limit = self._matching(request.query_params)
+        preview = await ops.dlq_retry_all(
+            self.store,
+            self.config,
+            limit=limit,
+            matching=matching,
+            actor=self._actor(request),
+            dry_run=True,
+            max_limit=MAX_RETRY_MATCHING,
+        )
+        # The confirmation carries the times as resolved now: "24h" means the same
+        # moment when it is confirmed a minute later.
+        filters = {k: v or "" for k, v in matching.as_json().items()}
+        return self._render(
+            request,
+            "confirm_retry_matching.html",
+            preview=preview,
+            shown=preview.items[:PREVIEW_IDS],
+            filters=filters,
+            limit=limit,
+        )
+
+    async def retry_matching(self, request: Request) -> Response:
+        form = request.state.form
+        matching, limit = self._matching(form)
+        expect = form_int(form.get("expect"), -1, what="expected count")
+        if form.get("confirm") != "yes" or expect < 0:
+            raise InvalidArgument("confirm the preview first")
+        report = await ops.dlq_retry_all(
+            self.store,
+            self.config,
+            limit=limit,
+            matching=matching,
+            expect=expect,
+            actor=self._actor(request),
+            max_limit=MAX_RETRY_MATCHING,
+        )
+        return self._back(request, "/dead-letters", f"{report.requeued}_retried")
 
     # -- sources ------------------------------------------------------------------------
     async def sources(self, request: Request) -> Response:

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from hookinbox.ops.actor import default_actor
 from hookinbox.ops.dlq import (
+    MAX_BULK,
+    DeadLetterFilter,
     DeadLetterList,
     RetryItem,
     RetryReport,
@@ -61,7 +63,9 @@ from hookinbox.ops.trace import TracedDelivery, TracedJob, TraceLayer, TraceRepo
 from hookinbox.ops.views import OperatorViews
 
 __all__ = [
+    "MAX_BULK",
     "PIPELINE_CHECKS",
+    "DeadLetterFilter",
     "DeadLetterList",
     "DeliveryQuery",
     "Finding",
