@@ -118,12 +118,22 @@ async def dlq_list(
     source: str | None = None,
     since: datetime | None = None,
     limit: int = 50,
+    matching: DeadLetterFilter | None = None,
+    before: str | None = None,
 ) -> DeadLetterList:
-    """Failed jobs, newest failure first."""
+    """Failed jobs, newest failure first; a page after the dead letter ``before``."""
     if limit < 1:
         raise InvalidArgument("--limit must be at least 1")
+    wanted = matching or DeadLetterFilter(source=source, since=since)
     jobs = await store.queue.list_dead_letters(
-        order="newest_failure", source=source, since=since, limit=limit
+        order="newest_failure",
+        source=source_name(config, wanted.source),
+        action=clean_term(wanted.action, "action"),
+        reason=clean_term(wanted.reason, "reason"),
+        since=wanted.since,
+        until=wanted.until,
+        before=clean_term(before, "page"),
+        limit=limit,
     )
     return DeadLetterList(jobs, config.operations.dlq_review_days)
 

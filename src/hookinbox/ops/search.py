@@ -103,8 +103,8 @@ def parse_when(
             f"{what}: {text!r} is neither a duration (24h) nor an ISO time"
         ) from None
     moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    if moment.timestamp() < 0:
-        raise InvalidArgument(f"{what}: before 1970")
+    if not 0 <= moment.timestamp() <= _LAST_SECOND.timestamp():
+        raise InvalidArgument(f"{what}: before 1970 or after the year 9999")
     return moment.astimezone(UTC)
 
 
