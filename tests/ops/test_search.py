@@ -141,3 +141,18 @@ async def test_a_source_typed_in_another_case_is_the_configured_one(
         store, make_config(db_url), ops.DeliveryQuery(source=" TEST ")
     )
     assert page.count == 1 and page.search.source == "test"
+
+
+async def test_a_replay_of_an_event_id_two_sources_share_names_the_source(
+    store: Store, db_url: str
+) -> None:
+    config = make_config(db_url)
+    mine = await add_delivery(store, "evt_twice", source="test")
+    await add_delivery(store, "evt_twice", source="other")
+    await settle_all(store, "completed")
+    with pytest.raises(AmbiguousId):
+        await ops.replay(store, config, "evt_twice", actor=ACTOR, dry_run=True, wait_seconds=0)
+    report = await ops.replay(
+        store, config, "evt_twice", source="test", actor=ACTOR, dry_run=True, wait_seconds=0
+    )
+    assert report.delivery.id == mine

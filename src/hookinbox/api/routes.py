@@ -77,11 +77,11 @@ async def show_delivery(call: Call) -> dict[str, Any]:
 
 async def replay_delivery(call: Call) -> dict[str, Any]:
     body: models.ReplayRequest = call.body or models.ReplayRequest.model_validate({})
-    found = await ops.find_delivery(call.store, call.path["ref"], call.query.source)
     report = await ops.replay(
         call.store,
         call.config,
-        found.id,
+        call.path["ref"],
+        source=call.query.source,
         actor=call.actor,
         action=clean_term(body.action, "action"),
         dry_run=body.dry_run,

@@ -88,14 +88,15 @@ def _operation(spec: RouteSpec, components: dict[str, Any]) -> dict[str, Any]:
         schema = spec.query.model_json_schema()
         required = set(schema.get("required", []))
         for name, prop in schema.get("properties", {}).items():
+            shape = _not_null({k: v for k, v in prop.items() if k != "title"})
             param: dict[str, Any] = {
                 "name": name,
                 "in": "query",
                 "required": name in required,
-                "schema": _not_null({k: v for k, v in prop.items() if k != "title"}),
+                "schema": shape,
             }
-            if "description" in prop:
-                param["description"] = prop["description"]
+            if "description" in shape:
+                param["description"] = shape["description"]
             parameters.append(param)
     responses: dict[str, Any] = {
         "200": {
