@@ -222,3 +222,22 @@ async def test_the_api_answers_on_the_operator_port_only(
     finally:
         await inbox.stop()
     assert public.status_code == 404 and operator.status_code == 200
+
+
+async def test_no_token_reaches_a_log_line_whatever_the_answer(
+    api: httpx.AsyncClient, store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrong = "wrong-token-" + "9" * 20
+    await add_delivery(store, "evt_log")
+    await settle_all(store, "failed")
+    for token in (wrong, READ, OPERATE):
+        await api.post("/sources/test/pause", headers=bearer(token))
+        await api.post(
+            "/dead-letters/retry", json={"limit": 5, "dry_run": False}, headers=bearer(token)
+        )
+        await api.get("/deliveries/%00", headers=bearer(token))
+    out = capsys.readouterr()
+    logged = out.out + out.err
+    assert "api_write" in logged and "api:oncall" in logged  # the name, as the actor
+    for token in (wrong, READ, OPERATE):
+        assert token not in logged

@@ -14,10 +14,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from hookinbox.ops.dlq import MAX_BULK
-from hookinbox.ops.search import MAX_PAGE, MAX_TERM
+from hookinbox.ops.search import MAX_TERM
 
 #: The most dead letters one API retry may touch.
 MAX_API_RETRY = 1000
+#: The most rows one API page lists.
+MAX_PAGE = 500
 
 #: No control characters: neither a store's text nor an audit line holds one.
 PRINTABLE = r"^[^\u0000-\u001f\u007f-\u009f]*$"

@@ -31,8 +31,8 @@ from hookinbox.store import (
     Store,
 )
 
-#: The most deliveries one page shows.
-MAX_PAGE = 500
+#: The most deliveries one page shows (the CLI's bound; the API's pages are smaller).
+MAX_PAGE = 10_000
 #: A count of matches stops here (shown as "1000+"): counting never walks further.
 COUNT_CAP = 1000
 #: The widest window a payload filter reads, and the one it reads when none is given.
