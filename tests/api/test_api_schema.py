@@ -12,6 +12,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
+from schemathesis.python.asgi import shutdown_lifespans
 
 from hookinbox.app import Inbox
 from hookinbox.store import open_store_for
@@ -45,22 +46,24 @@ def test_every_answer_matches_the_document_and_none_is_a_5xx(
     asyncio.run(_seed(db_url))
     monkeypatch.setenv("HOOKINBOX_API_TOKENS", TOKENS)
     inbox = Inbox(make_config(db_url), run_workers=False)
-    schema = schemathesis.openapi.from_asgi("/api/v1/openapi.json", inbox.app)
+    try:
+        schema = schemathesis.openapi.from_asgi("/api/v1/openapi.json", inbox.app)
+        operations = [result.ok() for result in schema.get_all_operations()]
+        assert len(operations) == 10
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            for operation in operations:
 
-    operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 10
-    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-        for operation in operations:
+                @given(case=operation.as_strategy(generation_mode=mode))
+                @settings(
+                    max_examples=EXAMPLES,
+                    deadline=None,
+                    derandomize=True,
+                    database=None,
+                    suppress_health_check=list(HealthCheck),
+                )
+                def answers_as_documented(case: Any) -> None:
+                    case.call_and_validate(headers=bearer(OPERATE), excluded_checks=EXCLUDED)
 
-            @given(case=operation.as_strategy(generation_mode=mode))
-            @settings(
-                max_examples=EXAMPLES,
-                deadline=None,
-                derandomize=True,
-                database=None,
-                suppress_health_check=list(HealthCheck),
-            )
-            def answers_as_documented(case: Any) -> None:
-                case.call_and_validate(headers=bearer(OPERATE), excluded_checks=EXCLUDED)
-
-            answers_as_documented()
+                answers_as_documented()
+    finally:  # the inbox's lifespan, started by schemathesis's first request (the document)
+        shutdown_lifespans()
