@@ -21,6 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from hookinbox.admin.views import admin_routes
+from hookinbox.api import api_routes
 from hookinbox.config import Config
 from hookinbox.errors import HookinboxError
 from hookinbox.http.health import healthz, readyz_endpoint
@@ -113,6 +114,7 @@ class Inbox:
                     methods=["GET"],
                 ),
                 *admin_routes(config, self.store, self.metrics, self.views),
+                *api_routes(config, self.store, self.views),
             ],
             lifespan=self.lifespan,
         )

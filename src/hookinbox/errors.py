@@ -29,6 +29,9 @@ The tree::
     ├── OperationRefused             refused            HTTP 409, exit 5
     │   └── PayloadPurged            payload_purged     HTTP 409, exit 5
     ├── InvalidArgument              invalid_argument   HTTP 400, exit 2
+    ├── AmbiguousId                  ambiguous_id       HTTP 409, exit 2
+    ├── Unauthenticated              unauthenticated    HTTP 401
+    ├── Forbidden                    forbidden          HTTP 403
     └── ActionError                  (its own code)     a failed attempt of a job
 
 The HTTP layer (``hookinbox.http``) is the only place that maps these to statuses and the
@@ -237,6 +240,33 @@ class InvalidArgument(HookinboxError):
     code = "invalid_argument"
     http_status = 400
     exit_code = 2
+
+
+class AmbiguousId(HookinboxError):
+    """The event id exists in several sources; name the source."""
+
+    code = "ambiguous_id"
+    http_status = 409
+    exit_code = 2
+
+    def __init__(self, message: str | None = None, *, sources: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        #: The sources that hold the id (names from the config, safe to show).
+        self.sources = sources
+
+
+class Unauthenticated(HookinboxError):
+    """A valid bearer token is required."""
+
+    code = "unauthenticated"
+    http_status = 401
+
+
+class Forbidden(HookinboxError):
+    """The token does not carry the scope this request needs."""
+
+    code = "forbidden"
+    http_status = 403
 
 
 class ActionError(HookinboxError):

@@ -57,7 +57,6 @@ from hookinbox.admin.presentation import (
     Flash,
     chart,
     form_int,
-    parse_time,
     pretty_body,
     retry_summary,
     templates,
@@ -65,24 +64,30 @@ from hookinbox.admin.presentation import (
     timeline,
 )
 from hookinbox.config import Config
-from hookinbox.errors import HookinboxError, InvalidArgument
+from hookinbox.errors import AmbiguousId, HookinboxError, InvalidArgument
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
 from hookinbox.ops.reads import (
     dead_letter_page,
     overview,
     payload_already_viewed,
-    search_deliveries,
     view_payload,
 )
 from hookinbox.ops.rejected import rejected_page
-from hookinbox.store import JOB_STATES, DeliverySearch, Store
+from hookinbox.ops.search import clean_term, source_name
+from hookinbox.store import JOB_STATES, Store
 
 log = get_logger("hookinbox.admin")
 
 PAGE = 50
 #: The most dead letters one "retry selected" may touch.
 MAX_RETRY_SELECTED = 200
+#: The deliveries page's search fields (``where``: a payload field filter).
+SEARCH_FIELDS = ("ref", "source", "type", "status", "since", "until", "where")
+#: The most dead letters one "retry all matching" may touch.
+MAX_RETRY_MATCHING = 1000
+#: How many of the selected dead letters the preview names.
+PREVIEW_IDS = 20
 #: The longest id (delivery, job, event) or keyset cursor a page takes.
 MAX_REF = 300
 #: How often the overview reloads itself (a meta refresh: no script, any CSP).
@@ -129,6 +134,12 @@ class Admin:
                 Route("/dead-letters/confirm", page(self.confirm_retry), methods=["GET"]),
                 Route("/dead-letters/retry", act(self.retry_one), methods=["POST"]),
                 Route("/dead-letters/retry-selected", act(self.retry_selected), methods=["POST"]),
+                Route(
+                    "/dead-letters/retry-matching",
+                    page(self.retry_preview),
+                    methods=["GET"],
+                ),
+                Route("/dead-letters/retry-matching", act(self.retry_matching), methods=["POST"]),
                 Route("/sources", page(self.sources), methods=["GET"]),
                 Route("/rejected", page(self.rejected), methods=["GET"]),
                 Route("/reviews", page(self.reviews), methods=["GET"]),
@@ -284,40 +295,51 @@ class Admin:
     # -- deliveries ---------------------------------------------------------------------
     async def deliveries(self, request: Request) -> Response:
         q = request.query_params
-        status = q.get("status") or None
-        if status is not None and status not in JOB_STATES:
-            raise InvalidArgument(f"unknown status {status[:40]!r}")
-        search = DeliverySearch(
-            ref=text_arg(q.get("ref"), "id", max_length=MAX_REF),
-            source=text_arg(q.get("source"), "source"),
-            event_type=text_arg(q.get("type"), "type", max_length=MAX_REF),
-            status=status,
-            since=parse_time(q.get("since")),
-            until=parse_time(q.get("until")),
-            before=text_arg(q.get("before"), "page", max_length=MAX_REF),
-            limit=PAGE + 1,
+        query = ops.DeliveryQuery(
+            **{k: q.get(k) for k in ("ref", "source", "type", "status", "since", "until")},
+            payload=q.get("where"),
+            before=q.get("before"),
+            limit=PAGE,
         )
-        found = await search_deliveries(self.store, search)
-        page, more = found[:PAGE], len(found) > PAGE
-        filters = {k: q.get(k, "") for k in ("ref", "source", "type", "status", "since", "until")}
-        older = None
-        if more:
-            older = urlencode({**{k: v for k, v in filters.items() if v}, "before": page[-1].id})
+        found = await ops.search_deliveries(self.store, self.config, query)
+        filters = {k: q.get(k, "") for k in SEARCH_FIELDS}
+        kept = {k: v for k, v in filters.items() if v}
+        older = urlencode({**kept, "before": found.next_before}) if found.next_before else None
         return self._render(
             request,
             "deliveries.html",
-            deliveries=page,
+            deliveries=found.deliveries,
             filters=filters,
             older=older,
+            first=urlencode(kept) if query.before else None,
+            count=found.count,
+            count_capped=found.count_capped,
             sources=sorted(self.config.sources),
             states=JOB_STATES,
         )
 
     async def delivery(self, request: Request) -> Response:
         ref = _path_ref(request)
-        report = await ops.trace(self.store, self.config, ref, layers=self.views.trace_layers)
-        traced = next((d for d in report.deliveries if d.delivery.id == ref), None)
-        traced = traced or report.deliveries[0]
+        source = text_arg(request.query_params.get("source"), "source")
+        try:
+            found = await ops.find_delivery(self.store, ref, source)
+        except AmbiguousId:
+            # Two sources share the event id: list both rather than pick one.
+            shared = await self.store.journal.find_deliveries_by_event(ref.strip())
+            return self._render(
+                request,
+                "deliveries.html",
+                deliveries=shared,
+                filters={**dict.fromkeys(SEARCH_FIELDS, ""), "ref": ref.strip()},
+                older=None,
+                first=None,
+                count=len(shared),
+                count_capped=False,
+                sources=sorted(self.config.sources),
+                states=JOB_STATES,
+            )
+        report = await ops.trace(self.store, self.config, found.id, layers=self.views.trace_layers)
+        traced = report.deliveries[0]
         payload = None
         if self._payload_granted(request, traced.delivery.id):
             body = await payload_already_viewed(self.store, traced.delivery.id)
@@ -389,6 +411,7 @@ class Admin:
             source=source or "",
             reason=reason or "",
             max_selected=MAX_RETRY_SELECTED,
+            max_matching=MAX_RETRY_MATCHING,
         )
 
     async def retry_one(self, request: Request) -> Response:
@@ -422,6 +445,65 @@ class Admin:
                 results.append((job_id, exc.code))
         refused = any(code for _, code in results)
         return self._back(request, "/dead-letters", retry_summary(results), problem=refused)
+
+    def _matching(self, values: Any) -> tuple[ops.DeadLetterFilter, int]:
+        """The filter and limit of a "retry all matching" form (query string or body)."""
+        matching = ops.DeadLetterFilter(
+            source=source_name(self.config, values.get("source")),
+            action=clean_term(values.get("action"), "action"),
+            reason=clean_term(values.get("reason"), "reason"),
+            since=ops.parse_when(values.get("since"), "since"),
+            until=ops.parse_when(values.get("until"), "until"),
+        )
+        limit = form_int(values.get("limit"), MAX_RETRY_MATCHING, what="limit")
+        if not 1 <= limit <= MAX_RETRY_MATCHING:
+            raise InvalidArgument(f"the limit must be between 1 and {MAX_RETRY_MATCHING}")
+        return matching, limit
+
+    async def retry_preview(self, request: Request) -> Response:
+        """How many dead letters match and exactly which the limit selects (a read: the
+        retry itself is the confirmation's POST)."""
+        matching, limit = self._matching(request.query_params)
+        preview = await ops.dlq_retry_all(
+            self.store,
+            self.config,
+            limit=limit,
+            matching=matching,
+            actor=self._actor(request),
+            dry_run=True,
+            max_limit=MAX_RETRY_MATCHING,
+        )
+        # The confirmation carries the times as resolved now: "24h" means the same
+        # moment when it is confirmed a minute later.
+        filters = {k: v or "" for k, v in matching.as_json().items()}
+        return self._render(
+            request,
+            "confirm_retry_matching.html",
+            preview=preview,
+            shown=preview.items[:PREVIEW_IDS],
+            filters=filters,
+            limit=limit,
+        )
+
+    async def retry_matching(self, request: Request) -> Response:
+        form = request.state.form
+        request.state.back = "/dead-letters"
+        matching, limit = self._matching(form)
+        expect = form_int(form.get("expect"), -1, what="expected count")
+        if form.get("confirm") != "yes" or expect < 0:
+            raise InvalidArgument("confirm the preview first")
+        report = await ops.dlq_retry_all(
+            self.store,
+            self.config,
+            limit=limit,
+            matching=matching,
+            expect=expect,
+            actor=self._actor(request),
+            max_limit=MAX_RETRY_MATCHING,
+        )
+        return self._back(
+            request, "/dead-letters", f"retried all matching: {report.requeued} requeued"
+        )
 
     # -- sources ------------------------------------------------------------------------
     async def sources(self, request: Request) -> Response:

@@ -14,6 +14,8 @@ and what.
 - pause: :func:`list_sources`, :func:`pause_source`, :func:`resume_source`,
   :class:`PausedSources` (what each receiver consults)
 - trace: :func:`trace`, with the layers it is given
+- search: :func:`search_deliveries` (ids as pasted, type globs, relative times, a payload
+  field), :func:`find_delivery` (never picks one of two sources silently)
 - notifications: :func:`resend_outbox`
 - rejected transitions: :func:`list_reviews`, :func:`resolve_review`
 - :class:`OperatorViews`: the extra layers and checks a caller hands to trace/reconcile
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 from hookinbox.ops.actor import default_actor
 from hookinbox.ops.dlq import (
+    MAX_BULK,
+    DeadLetterFilter,
     DeadLetterList,
     RetryItem,
     RetryReport,
@@ -42,6 +46,13 @@ from hookinbox.ops.reconcile import (
 )
 from hookinbox.ops.replay import ReplayItem, ReplayReport, replay
 from hookinbox.ops.reviews import ReviewList, list_reviews, resolve_review
+from hookinbox.ops.search import (
+    DeliveryQuery,
+    SearchPage,
+    find_delivery,
+    parse_when,
+    search_deliveries,
+)
 from hookinbox.ops.sources import (
     PausedSources,
     SourceRow,
@@ -54,8 +65,11 @@ from hookinbox.ops.trace import TracedDelivery, TracedJob, TraceLayer, TraceRepo
 from hookinbox.ops.views import OperatorViews
 
 __all__ = [
+    "MAX_BULK",
     "PIPELINE_CHECKS",
+    "DeadLetterFilter",
     "DeadLetterList",
+    "DeliveryQuery",
     "Finding",
     "OperatorViews",
     "PausedSources",
@@ -68,6 +82,7 @@ __all__ = [
     "RetryItem",
     "RetryReport",
     "ReviewList",
+    "SearchPage",
     "SourceRow",
     "SourcesReport",
     "StoreCheck",
@@ -79,8 +94,10 @@ __all__ = [
     "dlq_list",
     "dlq_retry",
     "dlq_retry_all",
+    "find_delivery",
     "list_reviews",
     "list_sources",
+    "parse_when",
     "pause_source",
     "purge",
     "reconcile",
@@ -89,5 +106,6 @@ __all__ = [
     "resolve_review",
     "resume_source",
     "run_purge_loop",
+    "search_deliveries",
     "trace",
 ]

@@ -1,5 +1,5 @@
-"""What the admin page (and the API) read: delivery search, dead-letter pages, the
-overview, and a payload shown on purpose.
+"""What the admin page (and the API) read: dead-letter pages, the overview, and a
+payload shown on purpose (the delivery search is :mod:`hookinbox.ops.search`).
 
 The CLI's reads live beside its commands (``dlq_list``, ``trace``); these are the ones a
 page needs. Lists are keyset pages (``before`` = the last id seen), never OFFSET.
@@ -16,14 +16,9 @@ from hookinbox.config import Config
 from hookinbox.errors import NotFound
 from hookinbox.logs import get_logger
 from hookinbox.metrics import RecentCounts
-from hookinbox.store import DeadLetter, DeliverySearch, DeliveryView, Store, StoreGaugeReadings
+from hookinbox.store import DeadLetter, DeliveryView, Store, StoreGaugeReadings
 
 log = get_logger("hookinbox.ops")
-
-
-async def search_deliveries(store: Store, search: DeliverySearch) -> list[DeliveryView]:
-    """A keyset page of the journal, newest first."""
-    return await store.journal.search_deliveries(search)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from hookinbox.config import Config
 from hookinbox.errors import NotFound, OperationRefused, PayloadPurged
 from hookinbox.ids import forward_effect_key
 from hookinbox.ops.eligibility import why_not_runnable
+from hookinbox.ops.search import find_delivery
 from hookinbox.store import DeliveryView, EffectRecord, JobDetail, Store
 
 ReplayOutcome = Literal["ran", "failed", "retrying", "queued", "would_run", "refused"]
@@ -116,12 +117,12 @@ async def replay(
     force_effects: bool = False,
     wait_seconds: float = 30.0,
     poll_seconds: float = 0.1,
+    source: str | None = None,
 ) -> ReplayReport:
-    """Replay the jobs of delivery ``ref`` (internal id or event id); wait up to
-    ``wait_seconds`` for workers to run them (0: do not wait)."""
-    delivery = await store.journal.get_delivery(ref)
-    if delivery is None:
-        raise NotFound(f"no delivery with id or event id {ref!r}")
+    """Replay the jobs of delivery ``ref`` (internal id, job id or event id; an event id
+    two sources share needs ``source``: AmbiguousId); wait up to ``wait_seconds`` for
+    workers to run them (0: do not wait)."""
+    delivery = await find_delivery(store, ref, source)
     if not delivery.payload_retained:
         raise PayloadPurged(
             f"delivery {delivery.id}: its payload was purged after retention, so it cannot "

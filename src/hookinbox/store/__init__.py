@@ -34,6 +34,7 @@ from hookinbox.store.records import (
     JobView,
     NewDelivery,
     NewJob,
+    PayloadMatch,
     Reservation,
     iso,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "OutboxView",
     "Outcome",
     "ParkPolicy",
+    "PayloadMatch",
     "RejectedDelivery",
     "Reservation",
     "ResourceEvent",

@@ -55,17 +55,21 @@ _ORDERS: dict[DeadLetterOrder, tuple[str, str]] = {
         "j.failed_at, j.id",
     ),
 }
+_DEAD_FILTER = (
+    " WHERE j.state = 'failed'"
+    " AND (j.source = :source OR :source IS NULL)"
+    " AND (j.action = :action OR :action IS NULL)"
+    " AND (j.last_error = :reason OR :reason IS NULL)"
+    " AND (j.failed_at >= :since OR :since IS NULL)"
+    " AND (j.failed_at < :until OR :until IS NULL)"
+)
 _DEAD_LETTERS = {
     order: Sql(
-        JOB_DETAIL + " WHERE j.state = 'failed'"
-        " AND (j.source = :source OR :source IS NULL)"
-        " AND (j.action = :action OR :action IS NULL)"
-        " AND (j.last_error = :reason OR :reason IS NULL)"
-        " AND (j.failed_at >= :since OR :since IS NULL)"
-        f" AND ({after} OR :before IS NULL) ORDER BY {by} LIMIT :limit"
+        JOB_DETAIL + _DEAD_FILTER + f" AND ({after} OR :before IS NULL) ORDER BY {by} LIMIT :limit"
     )
     for order, (after, by) in _ORDERS.items()
 }
+_COUNT_DEAD = Sql("SELECT count(*) FROM jobs j" + _DEAD_FILTER)
 _ATTEMPTS = Sql(
     "SELECT number, trigger, worker, started_at, ended_at, outcome, error_code"
     " FROM attempts WHERE job_id = :id ORDER BY id"
@@ -227,20 +231,37 @@ class Queue:
         action: str | None = None,
         reason: str | None = None,
         since: datetime | None = None,
+        until: datetime | None = None,
         before: str | None = None,
         order: DeadLetterOrder = "newest_job",
         limit: int = 50,
     ) -> list[JobDetail]:
         """Failed jobs (the one dead-letter listing): of a source, an action, with a
-        last error (``reason``), failed at or after ``since``; a keyset page after the
-        job ``before`` in ``order``."""
+        last error (``reason``), failed at or after ``since`` and before ``until``; a
+        keyset page after the job ``before`` in ``order``."""
         found = await self._db.rows(
             _DEAD_LETTERS[order],
             source=source,
             action=action,
             reason=reason,
             since=since,
+            until=until,
             before=before,
             limit=limit,
         )
         return [JobDetail.from_row(r, self._db.decode_time) for r in found]
+
+    async def count_dead_letters(
+        self,
+        *,
+        source: str | None = None,
+        action: str | None = None,
+        reason: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> int:
+        """How many failed jobs :meth:`list_dead_letters` would find with no limit."""
+        found = await self._db.value(
+            _COUNT_DEAD, source=source, action=action, reason=reason, since=since, until=until
+        )
+        return int(found)

@@ -287,15 +287,31 @@ def delivery_status(states: Sequence[JobState]) -> DeliveryStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class PayloadMatch:
+    """A retained payload whose JSON value at ``path`` (keys joined by dots, each
+    ``[A-Za-z0-9_-]``) equals ``value_json`` (a JSON scalar as text). ``needle`` is bytes
+    every matching body holds (the value as typed), checked before any JSON is parsed, so
+    the cost is a byte search over the window's payloads, then a parse of the few that
+    hold it; empty when the value could be escaped in the body."""
+
+    path: str
+    value_json: str
+    needle: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
 class DeliverySearch:
     """A keyset page of the journal, newest first. ``since``/``until`` become bounds on
-    the time-ordered delivery id, so the primary key serves them."""
+    the time-ordered delivery id, so the primary key serves them (and the payloads' key,
+    for a payload match). ``type_pattern`` is a lower-case LIKE pattern (``\\`` escapes),
+    matched against the lower-cased event type."""
 
     ref: str | None = None  # a delivery id or an event id
     source: str | None = None
-    event_type: str | None = None
+    type_pattern: str | None = None
     status: DeliveryStatus | None = None
     since: datetime | None = None
     until: datetime | None = None
+    payload: PayloadMatch | None = None
     before: str | None = None  # the last delivery id of the previous page
     limit: int = 50
