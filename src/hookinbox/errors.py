@@ -29,6 +29,7 @@ The tree::
     │   └── PayloadPurged            payload_purged     HTTP 409, exit 5
     ├── InvalidArgument              invalid_argument   HTTP 400, exit 2
     └── ActionError                  (its own code)     a failed attempt of a job
+        └── TargetAnswered           http_<status>      a forward's non-2xx answer
 
 The HTTP layer (``hookinbox.http``) is the only place that maps these to statuses and the
 CLI the only place that maps them to exit codes; both read the attributes below. A
@@ -239,3 +240,21 @@ class ActionError(HookinboxError):
     def __init__(self, code: str, message: str | None = None) -> None:
         super().__init__(message or code)
         self.code = code
+
+
+class TargetAnswered(ActionError):
+    """A forward's (or a send's) target answered with a non-2xx status.
+
+    It carries what the worker decides by (the status and the ``Retry-After`` wait) and
+    what an operator reads in the attempt history: a short, cleaned snippet of the
+    target's own answer, never the payload that was sent."""
+
+    def __init__(
+        self, status: int, *, retry_after_seconds: float | None = None, snippet: str = ""
+    ) -> None:
+        super().__init__(f"http_{status}")
+        self.status = status
+        #: The wait the target asked for (``Retry-After``: seconds or an HTTP date).
+        self.retry_after_seconds = retry_after_seconds
+        #: At most :data:`hookinbox.outbound.SNIPPET_BYTES` of the answer's body.
+        self.snippet = snippet

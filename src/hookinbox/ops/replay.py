@@ -178,18 +178,22 @@ async def replay(
                     detail=f"superseded {len(keys)} ledger row(s)",
                 )
         before = {}
-    moved = set(
-        await store.queue.requeue_jobs(
-            [job.id for job in runnable],
-            from_states=("completed", "failed"),
-            trigger=Trigger.REPLAY,
-            max_attempts=config.worker.max_attempts,
-            actor=actor,
-            command="replay",
+    # Each job gets its route's attempts again (a retry schedule's length + 1).
+    by_attempts: dict[int, list[str]] = {}
+    for job in runnable:
+        by_attempts.setdefault(config.attempts_for(job.source, job.action), []).append(job.id)
+    moved: set[str] = set()
+    for max_attempts, ids in by_attempts.items():
+        moved.update(
+            await store.queue.requeue_jobs(
+                ids,
+                from_states=("completed", "failed"),
+                trigger=Trigger.REPLAY,
+                max_attempts=max_attempts,
+                actor=actor,
+                command="replay",
+            )
         )
-        if runnable
-        else []
-    )
     for job in runnable:
         if job.id not in moved:
             items[job.id] = ReplayItem(

@@ -101,8 +101,17 @@ def reserve_one(item: NewDelivery) -> Tx[Reservation]:
         )
     yield count(_INSERT_PAYLOAD, id=item.id, body=item.body, headers=json.dumps(item.headers))
     if item.jobs:
-        job = {"delivery_id": item.id, "source": item.source, "max_attempts": item.max_attempts}
-        yield many(_INSERT_JOB, [{**job, "id": j.id, "action": j.action} for j in item.jobs])
+        job = {"delivery_id": item.id, "source": item.source}
+        jobs = [
+            {
+                **job,
+                "id": j.id,
+                "action": j.action,
+                "max_attempts": j.max_attempts or item.max_attempts,
+            }
+            for j in item.jobs
+        ]
+        yield many(_INSERT_JOB, jobs)
     return Reservation("accepted", item.id)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from hookinbox.codes import AttemptOutcome
+from hookinbox.codes import DEFERRING_STATUSES, AttemptOutcome, http_status_code
 from hookinbox.store.audit import AUDIT
 from hookinbox.store.hot_path import (
     CLEAR_LEASE,
@@ -69,6 +69,11 @@ _DEAD_LETTERS = {
 _ATTEMPTS = Sql(
     "SELECT number, trigger, worker, started_at, ended_at, outcome, error_code"
     " FROM attempts WHERE job_id = :id ORDER BY id"
+)
+#: Waits a target asked for (429/503 with Retry-After) that gave their attempt back.
+_TARGET_DEFERRALS = Sql(
+    "SELECT count(*) FROM attempts WHERE job_id = :id"
+    f" AND outcome = {literal(AttemptOutcome.DEFERRED)} AND error_code {{in:codes}}"
 )
 _RENEW = Sql("UPDATE jobs SET lease_expires_at = {now} + {secs:lease} WHERE " + LEASE_HELD)
 _REQUEUE = Sql(
@@ -183,6 +188,12 @@ class Queue:
     async def fail_job(self, job_id: str, lease_token: str, error_code: str) -> bool:
         """Dead-letter the job with its error code."""
         return await self._finish(job_id, lease_token, "failed", AttemptOutcome.FAILED, error_code)
+
+    async def count_target_deferrals(self, job_id: str) -> int:
+        """How many times the job's target put it off (429/503 with ``Retry-After``)
+        without spending an attempt."""
+        codes = sorted(http_status_code(status) for status in DEFERRING_STATUSES)
+        return int(await self._db.value(_TARGET_DEFERRALS, id=job_id, codes=codes) or 0)
 
     async def fail_exhausted_leases(self) -> int:
         """Dead-letter jobs whose lease expired with no attempts left (their worker died on

@@ -83,6 +83,8 @@ def no_times(value: Any) -> datetime | None:
 class NewJob:
     id: str
     action: str
+    #: The attempts its route allows (a retry schedule's length + 1); None: the delivery's.
+    max_attempts: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from hookinbox.tracing import NOOP, Tracing
 from hookinbox.work.actions import Action, ForwardAction, HandlerAction
 from hookinbox.work.handlers import load_services
 from hookinbox.work.resource_action import ResourceAction
+from hookinbox.work.retry_policy import RetryPolicy
 
 
 def build_actions(
@@ -61,3 +62,12 @@ def _build(
         return HandlerAction(load_callable(route.handler, where), services, where=where)
     assert route.forward is not None
     return ForwardAction(route.forward, route.forward_timeout_seconds, client, tracing=tracing)
+
+
+def build_retry_policies(config: Config) -> dict[tuple[str, str], RetryPolicy]:
+    """Each (source, action)'s retry policy: its schedule, or ``[worker]``'s backoff."""
+    return {
+        (name, route.action): RetryPolicy.build(config.worker, route)
+        for name, source in config.sources.items()
+        for route in source.routes
+    }

@@ -32,7 +32,8 @@ from hookinbox.verify.bodies import BodyReader
 from hookinbox.work.actions import Action, Event
 from hookinbox.work.effects import EffectInProgress, JobContext, JobSettled
 from hookinbox.work.handlers import PayloadInvalid, load_services
-from hookinbox.work.route_actions import build_actions
+from hookinbox.work.retry_policy import Decision, Failure, RetryPolicy
+from hookinbox.work.route_actions import build_actions, build_retry_policies
 
 log = get_logger("hookinbox.worker")
 
@@ -69,6 +70,10 @@ class WorkerPool:
             )
         )
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        #: Each route's retry policy (its schedule and dead-letter statuses), and the
+        #: default one for a job whose route is gone.
+        self._policies = build_retry_policies(config)
+        self._default_policy = RetryPolicy.build(config.worker)
         #: Each source's stored body read as its receiver read it (JSON, or a form).
         self._bodies = BodyReader(config)
         self._running: set[asyncio.Task[None]] = set()
@@ -158,15 +163,15 @@ class WorkerPool:
                     self._execute(job), self._settings.job_timeout_seconds
                 )
         except (_Unrunnable, PayloadInvalid) as exc:
-            await self._settle_failure(job, exc.code, fields, final=True)
+            await self._settle_failure(job, Failure(exc.code, final=True), fields)
         except EffectInProgress as exc:
             await self._defer(job, exc.code, fields)
         except TimeoutError:
             # A hung action would otherwise renew its lease forever. (A sync handler's
             # thread cannot be stopped; the effects ledger keeps its effect single.)
-            await self._settle_failure(job, JobCode.JOB_TIMEOUT, fields, final=False)
+            await self._settle_failure(job, Failure(JobCode.JOB_TIMEOUT), fields)
         except Exception as exc:
-            await self._settle_failure(job, error_code_of(exc), fields, final=False)
+            await self._settle_failure(job, Failure.of(exc, error_code_of(exc)), fields)
         else:
             if isinstance(business_id, JobSettled):
                 self._log_settled(job, business_id, fields, started)
@@ -245,16 +250,32 @@ class WorkerPool:
         except Exception as exc:
             log.error("job_settle_failed", **fields, error=code, store_error=error_code_of(exc))
 
+    async def _decide(self, job: ClaimedJob, failure: Failure) -> Decision:
+        """The route's policy over this failure (see work/retry_policy.py)."""
+        policy = self._policies.get((job.source, job.action), self._default_policy)
+        deferrals = 0
+        if policy.asks_to_wait(failure):
+            deferrals = await self._store.queue.count_target_deferrals(job.id)
+        return policy.decide(
+            failure, attempts=job.attempts, max_attempts=job.max_attempts, deferrals=deferrals
+        )
+
     async def _settle_failure(
-        self, job: ClaimedJob, code: str, fields: dict[str, object], *, final: bool
+        self, job: ClaimedJob, failure: Failure, fields: dict[str, object]
     ) -> None:
+        code = failure.code
         try:
-            if final or job.attempts >= job.max_attempts:
+            decision = await self._decide(job, failure)
+            code = decision.code
+            if decision.kind == "dead_letter":
                 await self._store.queue.fail_job(job.id, job.lease_token, code)
                 log.error("job_failed", **fields, error=code)
                 self.metrics.job_failed(job.source, job.action, code)
+            elif decision.kind == "defer":
+                await self._store.queue.defer_job(job.id, job.lease_token, code, decision.delay)
+                log.info("job_deferred", **fields, reason=code, retry_in_s=decision.delay)
             else:
-                delay = self._backoff(job.attempts)
+                delay = decision.delay
                 await self._store.queue.retry_job(job.id, job.lease_token, code, delay)
                 log.warning("job_retry", **fields, error=code, retry_in_s=round(delay, 3))
                 self.metrics.job_retried(job.source, job.action, code)
