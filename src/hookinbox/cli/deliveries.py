@@ -8,6 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from hookinbox.cli.attempts import attempt_line
 from hookinbox.cli.common import (
     config_option,
     opened_store,
@@ -19,6 +20,7 @@ from hookinbox.config import load_config
 from hookinbox.errors import NotFound
 from hookinbox.store import (
     JOB_STATES,
+    AttemptView,
     DeliveryView,
     iso,
 )
@@ -82,14 +84,18 @@ def deliveries_show(config_path: str | None, ref: str, source: str | None, as_js
     """One delivery by internal id (dlv_...) or event id, with its jobs."""
     config = load_config(config_path)
 
-    async def go() -> DeliveryView | None:
+    async def go() -> tuple[DeliveryView | None, dict[str, list[AttemptView]]]:
         async with opened_store(config) as store:
-            return await store.journal.get_delivery(ref, source)
+            found = await store.journal.get_delivery(ref, source)
+            jobs = found.jobs if found is not None else []
+            return found, {job.id: await store.queue.list_attempts(job.id) for job in jobs}
 
-    found = run(go())
+    found, attempts = run(go())
     if found is None:
         raise NotFound(f"no delivery with id or event id {ref!r}")
     data = found.as_json()
+    for job in data["jobs"]:
+        job["attempt_history"] = [a.as_json() for a in attempts[job["job_id"]]]
     if as_json:
         print_json(data)
         return
@@ -119,3 +125,7 @@ def deliveries_show(config_path: str | None, ref: str, source: str | None, as_js
             job["business_id"] or "",
         )
     console.print(table)
+    for job in data["jobs"]:
+        console.print(f"[bold]{job['action']}[/bold] attempts")
+        for a in job["attempt_history"]:
+            console.print(f"  {attempt_line(a)}", markup=False, highlight=False, soft_wrap=True)

@@ -23,6 +23,7 @@ from hookinbox.store.operator_records import (
 from hookinbox.store.queue import DeadLetterOrder
 from hookinbox.store.records import (
     JOB_STATES,
+    AttemptDetail,
     AttemptView,
     ClaimedJob,
     DeliverySearch,
@@ -70,6 +71,7 @@ __all__ = [
     "OUTBOX_STATES",
     "OUTCOMES",
     "Anomalies",
+    "AttemptDetail",
     "AttemptView",
     "ClaimedJob",
     "ClaimedOutbox",

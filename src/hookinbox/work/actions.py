@@ -93,13 +93,20 @@ class ForwardAction:
         same Idempotency-Key."""
 
         async def post(key: str) -> dict[str, Any]:
-            return {"id": await self.send(event, ctx.job_id)}
+            response = await self.post(event, ctx.job_id)
+            ctx.answer_status = response.status_code
+            ctx.answer_snippet = outbound.snippet(response.content)
+            return {"id": _business_id_from_answer(response)}
 
         await ctx.effect(forward_effect_key(ctx.job_id), post)
         return ctx.business_id
 
     async def send(self, event: Event, job_id: str) -> str | None:
-        """One POST; the target's ``{"id": ...}`` answer, or a failed attempt's code.
+        """One POST; the target's ``{"id": ...}`` answer, or a failed attempt's code."""
+        return _business_id_from_answer(await self.post(event, job_id))
+
+    async def post(self, event: Event, job_id: str) -> httpx.Response:
+        """One POST; the target's 2xx answer, or a failed attempt's code.
 
         The provider's headers go on as the bytes they came as; the event id and type,
         which may be any text (docs/edge.md), percent-encoded (:func:`outbound.header_text`).
@@ -121,7 +128,7 @@ class ForwardAction:
                 self._client, self._url, content=event.body, headers=headers, timeout=self._timeout
             )
             span.set("http.response.status_code", response.status_code)
-        return _business_id_from_answer(response)
+        return response
 
 
 def _business_id_from_answer(response: httpx.Response) -> str | None:

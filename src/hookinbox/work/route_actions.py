@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from hookinbox import outbound
 from hookinbox.config import Config, Route
 from hookinbox.loading import load_callable
 from hookinbox.metrics import Metrics
@@ -71,3 +72,19 @@ def build_retry_policies(config: Config) -> dict[tuple[str, str], RetryPolicy]:
         for name, source in config.sources.items()
         for route in source.routes
     }
+
+
+def build_targets(config: Config) -> dict[tuple[str, str], str]:
+    """What each (source, action)'s attempts record as their target: a forward's host and
+    path (never its query), a handler's ``module:function``, a resource route's kind."""
+    targets: dict[tuple[str, str], str] = {}
+    for name, source in config.sources.items():
+        for route in source.routes:
+            if route.forward is not None:
+                target = outbound.target_of(route.forward)
+            elif route.handler is not None:
+                target = route.handler
+            else:
+                target = f"resource:{route.resource.kind if route.resource else '?'}"
+            targets[(name, route.action)] = target
+    return targets
