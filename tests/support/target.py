@@ -19,6 +19,10 @@ class RecordingTarget:
         self.requests: list[dict[str, Any]] = []
         #: When each request arrived (time.monotonic()).
         self.arrivals: list[float] = []
+        #: Requests being answered right now, and the most at once.
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._count = threading.Lock()
         self.statuses: list[Answer] = list(statuses or [])
         self.delay = delay
         owner = self
@@ -29,6 +33,9 @@ class RecordingTarget:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                with owner._count:
+                    owner.in_flight += 1
+                    owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
                 owner.arrivals.append(time.monotonic())
                 owner.requests.append(
                     {
@@ -39,6 +46,10 @@ class RecordingTarget:
                 )
                 if owner.delay:
                     time.sleep(owner.delay)
+                # Counted out before the answer is written: once the forward has its
+                # answer, this request is no longer in flight here either.
+                with owner._count:
+                    owner.in_flight -= 1
                 given = owner.statuses.pop(0) if owner.statuses else 200
                 status, headers, answer = given if isinstance(given, tuple) else (given, {}, b"")
                 answer = answer or json.dumps({"id": f"internal-{len(owner.requests)}"}).encode()

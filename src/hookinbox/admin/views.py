@@ -107,6 +107,7 @@ class Admin:
                 Route("/dead-letters/retry-selected", act(self.retry_selected), methods=["POST"]),
                 Route("/sources", page(self.sources), methods=["GET"]),
                 Route("/rejected", page(self.rejected), methods=["GET"]),
+                Route("/destinations", page(self.destinations), methods=["GET"]),
                 Route("/sources/{name}/pause", act(self.pause), methods=["POST"]),
                 Route("/sources/{name}/resume", act(self.resume), methods=["POST"]),
             ]
@@ -343,6 +344,10 @@ class Admin:
         return self._render(
             request, "sources.html", sources=report.sources, reconciliation=reconciliation
         )
+
+    async def destinations(self, request: Request) -> Response:
+        rows = await ops.list_destinations(self.store, self.config)
+        return self._render(request, "destinations.html", destinations=rows)
 
     async def rejected(self, request: Request) -> Response:
         """Kept rejected deliveries (read-only; retried from the CLI)."""

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from hookinbox.config.delivery import check_dead_letter_on, parse_schedule
+from hookinbox.config.destinations import DestinationConfig, check_destinations
 from hookinbox.config.fields import ForwardUrl, Frozen, HandlerPath, parse_duration
 from hookinbox.config.filters import MAX_CONDITIONS, Condition
 from hookinbox.config.notify import NotifierConfig, check_notifiers
@@ -75,6 +76,8 @@ class Route(Frozen):
     forward: ForwardUrl | None = None
     #: A forward that takes longer is a failed attempt (``timeout``), retried.
     forward_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    #: A ``[destinations.NAME]`` to forward to, with its rate, concurrency and circuit.
+    destination: str | None = Field(default=None, min_length=1, max_length=64)
     #: Drive a tracked resource through its state machine (see config.resources).
     resource: ResourceBinding | None = None
     #: Conditions on the body and kept headers, all of which must hold for the route to
@@ -106,14 +109,16 @@ class Route(Frozen):
 
     @model_validator(mode="after")
     def _exactly_one_target(self) -> Route:
-        targets = (self.handler, self.forward, self.resource)
+        targets = (self.handler, self.forward, self.resource, self.destination)
         if sum(target is not None for target in targets) != 1:
-            raise ValueError("a route needs exactly one of 'handler', 'forward' or 'resource'")
+            raise ValueError(
+                "a route needs exactly one of 'handler', 'forward', 'destination' or 'resource'"
+            )
         if self.resource is not None and self.retry_schedule is not None:
             raise ValueError(
                 "a resource route re-checks on its own park policy: drop retry_schedule"
             )
-        if self.forward is None and self.dead_letter_on:
+        if self.forward is None and self.destination is None and self.dead_letter_on:
             raise ValueError("dead_letter_on applies to forward routes (HTTP statuses)")
         return self
 
@@ -359,6 +364,8 @@ class Config(Frozen):
     notify: dict[str, NotifierConfig] = Field(default_factory=dict)
     #: OpenTelemetry traces (``[otel]``), off by default.
     otel: OtelSettings = OtelSettings()
+    #: Forward destinations with a rate, a concurrency limit and a circuit breaker.
+    destinations: dict[str, DestinationConfig] = Field(default_factory=dict)
 
     @field_validator("database")
     @classmethod
@@ -395,6 +402,14 @@ class Config(Frozen):
     def _notifiers(self) -> Config:
         try:
             check_notifiers(self.notify, self.sources)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        return self
+
+    @model_validator(mode="after")
+    def _destinations(self) -> Config:
+        try:
+            check_destinations(self.destinations, self.sources)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         return self

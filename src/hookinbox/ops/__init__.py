@@ -15,12 +15,14 @@ and what.
   :class:`PausedSources` (what each receiver consults)
 - trace: :func:`trace`, with the layers it is given
 - notifications: :func:`resend_outbox`
+- destinations: :func:`list_destinations` (limits, circuit, forwards in flight)
 - :class:`OperatorViews`: the extra layers and checks a caller hands to trace/reconcile
 """
 
 from __future__ import annotations
 
 from hookinbox.ops.actor import default_actor
+from hookinbox.ops.destinations import DestinationRow, list_destinations
 from hookinbox.ops.dlq import (
     DeadLetterList,
     RetryItem,
@@ -54,6 +56,7 @@ from hookinbox.ops.views import OperatorViews
 __all__ = [
     "PIPELINE_CHECKS",
     "DeadLetterList",
+    "DestinationRow",
     "Finding",
     "OperatorViews",
     "PausedSources",
@@ -76,6 +79,7 @@ __all__ = [
     "dlq_list",
     "dlq_retry",
     "dlq_retry_all",
+    "list_destinations",
     "list_sources",
     "pause_source",
     "purge",

@@ -245,7 +245,8 @@ def _is_settled(job: JobDetail) -> bool:
 def _is_forward(config: Config, job: JobDetail) -> bool:
     source = config.source(job.source)
     return source is not None and any(
-        route.action == job.action and route.forward is not None for route in source.routes
+        route.action == job.action and (route.forward or route.destination) is not None
+        for route in source.routes
     )
 
 

@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from hookinbox.store.core import Store
 from hookinbox.store.decisions import TransitionRules
+from hookinbox.store.destinations import (
+    Admission,
+    DestinationLimits,
+    DestinationState,
+    Release,
+)
 from hookinbox.store.notices import FactGroup, NewNotice
 from hookinbox.store.operator_records import (
     Anomalies,
@@ -70,6 +76,7 @@ __all__ = [
     "JOB_STATES",
     "OUTBOX_STATES",
     "OUTCOMES",
+    "Admission",
     "Anomalies",
     "AttemptDetail",
     "AttemptView",
@@ -80,6 +87,8 @@ __all__ = [
     "DeliverySearch",
     "DeliveryStatus",
     "DeliveryView",
+    "DestinationLimits",
+    "DestinationState",
     "EffectRecord",
     "EffectStart",
     "FactGroup",
@@ -97,6 +106,7 @@ __all__ = [
     "Outcome",
     "ParkPolicy",
     "RejectedDelivery",
+    "Release",
     "Reservation",
     "ResourceEvent",
     "ResourceOutcome",

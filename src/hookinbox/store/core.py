@@ -12,6 +12,7 @@ Each is written once over the driver the URL picks.
 from __future__ import annotations
 
 from hookinbox.store.audit import Audit
+from hookinbox.store.destinations import Destinations
 from hookinbox.store.driver import Driver
 from hookinbox.store.effects import Effects
 from hookinbox.store.journal import Journal
@@ -48,6 +49,7 @@ class Store:
         self.retention = Retention(driver)
         self.rejected = Rejected(driver)
         self.notices = Notices(driver)
+        self.destinations = Destinations(driver)
 
     async def open(self, *, migrate: bool = True) -> None:
         """Connect, and apply pending migrations unless told not to."""

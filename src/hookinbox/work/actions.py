@@ -15,6 +15,7 @@ import httpx
 from hookinbox import outbound
 from hookinbox.ids import forward_effect_key
 from hookinbox.tracing import NOOP, Tracing
+from hookinbox.work.destinations import DestinationGate
 from hookinbox.work.effects import JobContext, SyncJobContext
 from hookinbox.work.handlers import NO_SERVICES, plan_call
 
@@ -79,12 +80,20 @@ class ForwardAction:
     """
 
     def __init__(
-        self, url: str, timeout: float, client: httpx.AsyncClient, *, tracing: Tracing = NOOP
+        self,
+        url: str,
+        timeout: float,
+        client: httpx.AsyncClient,
+        *,
+        tracing: Tracing = NOOP,
+        gate: DestinationGate | None = None,
     ) -> None:
         self._url = url
         self._timeout = timeout
         self._client = client
         self._tracing = tracing
+        #: A ``[destinations.NAME]``'s rate, in-flight limit and circuit (or None).
+        self._gate = gate
 
     async def run(self, event: Event, ctx: JobContext) -> str | None:
         """The POST is an effect like any other: recorded in the ledger under the job's
@@ -98,7 +107,17 @@ class ForwardAction:
             ctx.answer_snippet = outbound.snippet(response.content)
             return {"id": _business_id_from_answer(response)}
 
-        await ctx.effect(forward_effect_key(ctx.job_id), post)
+        if self._gate is None:
+            await ctx.effect(forward_effect_key(ctx.job_id), post)
+            return ctx.business_id
+        # Before the ledger: a held job leaves no started effect and sends nothing.
+        await self._gate.admit(ctx.job_id)
+        try:
+            await ctx.effect(forward_effect_key(ctx.job_id), post)
+        except BaseException as exc:
+            await self._gate.release(ctx.job_id, exc)
+            raise
+        await self._gate.release(ctx.job_id, None)
         return ctx.business_id
 
     async def send(self, event: Event, job_id: str) -> str | None:

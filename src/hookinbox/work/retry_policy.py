@@ -23,6 +23,7 @@ from hookinbox.backoff import JITTER, backoff_seconds
 from hookinbox.codes import DEFERRING_STATUSES, JobCode
 from hookinbox.config import Route, Worker
 from hookinbox.errors import TargetAnswered
+from hookinbox.work.destinations import DestinationHeld
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +37,16 @@ class Failure:
     retry_after_seconds: float | None = None
     #: Retrying cannot help (no action any more, the payload purged, a bad payload).
     final: bool = False
+    #: The destination held the job (rate, in flight, open circuit) for this long:
+    #: nothing was sent, no attempt is spent.
+    held_seconds: float | None = None
 
     @classmethod
     def of(cls, exc: BaseException, code: str, *, final: bool = False) -> Failure:
         if isinstance(exc, TargetAnswered):
             return cls(code, exc.status, exc.retry_after_seconds, final)
+        if isinstance(exc, DestinationHeld):
+            return cls(code, held_seconds=exc.wait_seconds)
         return cls(code, final=final)
 
 
@@ -91,6 +97,9 @@ class RetryPolicy:
         counted); ``deferrals``: waits asked by the target that spent no attempt so far."""
         if failure.final:
             return Decision("dead_letter", failure.code)
+        if failure.held_seconds is not None:
+            # A little jitter, so jobs held together do not all come back together.
+            return Decision("defer", failure.code, failure.held_seconds * (1 + JITTER.random() / 4))
         if failure.status == 410:
             return Decision("dead_letter", JobCode.GONE)
         if failure.status is not None and failure.status in self.dead_letter_on:

@@ -66,7 +66,12 @@ class WorkerPool:
             dict(actions)
             if actions is not None
             else build_actions(
-                config, self._client, self.metrics, self.services, tracing=self._tracing
+                config,
+                self._client,
+                self.metrics,
+                self.services,
+                tracing=self._tracing,
+                store=store,
             )
         )
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"

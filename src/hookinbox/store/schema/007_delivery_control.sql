@@ -10,7 +10,8 @@ ALTER TABLE attempts ADD COLUMN next_attempt_at {time};
 
 -- A forward destination shared by every worker process (issue 13, backpressure): a token
 -- bucket (tokens, refilled_at), the forwards under way (destination_slots), and the
--- circuit (consecutive failures, opened_at; probe_until holds the one half-open probe).
+-- circuit (consecutive failures, opened_at; probe_until holds the one half-open probe;
+-- last_opened_at and openings stay when it closes, for notices and the admin).
 -- Every change happens with the row locked, so processes on any host agree.
 CREATE TABLE destinations (
     name         text PRIMARY KEY,
@@ -20,6 +21,7 @@ CREATE TABLE destinations (
     opened_at    {time},
     probe_until  {time},
     openings     integer NOT NULL DEFAULT 0,
+    last_opened_at {time},
     updated_at   {time} NOT NULL
 );
 -- One row per forward under way; a slot whose worker died runs out at expires_at.
