@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hookinbox.codes import JobCode
-from hookinbox.store.sql import Sql, Tx, count, row
+from hookinbox.store.sql import Sql, Tx, count, row, value
 
 if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
@@ -85,10 +85,14 @@ _EXPIRE_SLOTS = Sql(
 )
 _LOCK = Sql(
     "SELECT tokens, {age:refilled_at} AS since_refill, failures, {age:opened_at} AS open_for,"
-    " CAST(coalesce(probe_until > {now}, FALSE) AS INTEGER) AS probing,"
-    " (SELECT count(*) FROM destination_slots s WHERE s.destination = :name"
-    " AND s.job_id <> :job) AS in_flight"
+    " CAST(coalesce(probe_until > {now}, FALSE) AS INTEGER) AS probing"
     " FROM destinations WHERE name = :name {for_update}"
+)
+#: Counted in a statement of its own, AFTER the lock: on PostgreSQL (read committed) a
+#: subquery of the locking statement would read the snapshot taken before it waited for
+#: the lock, and miss the slot the previous holder just wrote.
+_IN_FLIGHT = Sql(
+    "SELECT count(*) FROM destination_slots WHERE destination = :name AND job_id <> :job"
 )
 _TAKE = Sql(
     "UPDATE destinations SET tokens = :tokens, refilled_at = {now}, updated_at = {now},"
@@ -158,7 +162,10 @@ def decide(limits: DestinationLimits, state: dict[str, Any]) -> tuple[Admission,
 def _admit(name: str, job_id: str, limits: DestinationLimits) -> Tx[Admission]:
     yield count(_ENSURE, name=name, burst=float(limits.burst))
     yield count(_EXPIRE_SLOTS, name=name)
-    state = yield row(_LOCK, name=name, job=job_id)
+    state = dict((yield row(_LOCK, name=name)))
+    state["in_flight"] = 0
+    if limits.max_in_flight is not None:
+        state["in_flight"] = int((yield value(_IN_FLIGHT, name=name, job=job_id)) or 0)
     answer, tokens = decide(limits, state)
     if not answer.admitted:
         return answer
