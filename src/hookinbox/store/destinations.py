@@ -80,19 +80,21 @@ _ENSURE = Sql(
     "INSERT INTO destinations (name, tokens, refilled_at, updated_at)"
     " VALUES (:name, :burst, {now}, {now}) ON CONFLICT (name) DO NOTHING"
 )
-_EXPIRE_SLOTS = Sql(
-    "DELETE FROM destination_slots WHERE destination = :name AND expires_at <= {now}"
-)
+#: Every transaction here starts with a statement holding ``{soft_commit}``: the state is
+#: soft (a lost slot or token after a PostgreSQL crash is harmless), so its commits do
+#: not wait for the WAL flush, the bulk of their cost (bench/destination_gate.py).
 _LOCK = Sql(
     "SELECT tokens, {age:refilled_at} AS since_refill, failures, {age:opened_at} AS open_for,"
-    " CAST(coalesce(probe_until > {now}, FALSE) AS INTEGER) AS probing"
+    " CAST(coalesce(probe_until > {now}, FALSE) AS INTEGER) AS probing, {soft_commit} AS soft"
     " FROM destinations WHERE name = :name {for_update}"
 )
+_SOFT = Sql("SELECT {soft_commit}")
 #: Counted in a statement of its own, AFTER the lock: on PostgreSQL (read committed) a
 #: subquery of the locking statement would read the snapshot taken before it waited for
 #: the lock, and miss the slot the previous holder just wrote.
 _IN_FLIGHT = Sql(
     "SELECT count(*) FROM destination_slots WHERE destination = :name AND job_id <> :job"
+    " AND expires_at > {now}"
 )
 _TAKE = Sql(
     "UPDATE destinations SET tokens = :tokens, refilled_at = {now}, updated_at = {now},"
@@ -104,9 +106,13 @@ _SLOT = Sql(
     " VALUES (:job, :name, {now} + {secs:slot})"
     " ON CONFLICT (job_id) DO UPDATE SET destination = :name, expires_at = {now} + {secs:slot}"
 )
-_DROP_SLOT = Sql("DELETE FROM destination_slots WHERE job_id = :job")
+#: The job's slot, and any of the destination's that ran out (their worker died).
+_DROP_SLOT = Sql(
+    "DELETE FROM destination_slots WHERE job_id = :job"
+    " OR (destination = :name AND expires_at <= {now})"
+)
 _CIRCUIT = Sql(
-    "SELECT failures, CAST(opened_at IS NOT NULL AS INTEGER) AS open"
+    "SELECT failures, CAST(opened_at IS NOT NULL AS INTEGER) AS open, {soft_commit} AS soft"
     " FROM destinations WHERE name = :name {for_update}"
 )
 _SUCCEEDED = Sql(
@@ -160,9 +166,11 @@ def decide(limits: DestinationLimits, state: dict[str, Any]) -> tuple[Admission,
 
 
 def _admit(name: str, job_id: str, limits: DestinationLimits) -> Tx[Admission]:
-    yield count(_ENSURE, name=name, burst=float(limits.burst))
-    yield count(_EXPIRE_SLOTS, name=name)
-    state = dict((yield row(_LOCK, name=name)))
+    locked = yield row(_LOCK, name=name)
+    if locked is None:  # the destination's first forward ever (a durable commit, once)
+        yield count(_ENSURE, name=name, burst=float(limits.burst))
+        locked = yield row(_LOCK, name=name)
+    state = dict(locked)
     state["in_flight"] = 0
     if limits.max_in_flight is not None:
         state["in_flight"] = int((yield value(_IN_FLIGHT, name=name, job=job_id)) or 0)
@@ -177,10 +185,12 @@ def _admit(name: str, job_id: str, limits: DestinationLimits) -> Tx[Admission]:
 
 
 def _release(name: str, job_id: str, healthy: bool | None, opens_after: int | None) -> Tx[Release]:
-    yield count(_DROP_SLOT, job=job_id)
     if healthy is None or opens_after is None:
+        yield row(_SOFT)
+        yield count(_DROP_SLOT, job=job_id, name=name)
         return Release()
     state = yield row(_CIRCUIT, name=name)
+    yield count(_DROP_SLOT, job=job_id, name=name)
     if state is None:
         return Release()
     was_open = bool(state["open"])

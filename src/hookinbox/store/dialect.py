@@ -17,6 +17,9 @@ macro                  PostgreSQL                          SQLite
 ``{job_states}``       states of delivery ``d``'s jobs,    the same
                        comma-joined, ordered by action
 ``{table_exists:x}``   whether table ``:x`` exists         the same
+``{soft_commit}``      a select-list value that makes      ``NULL`` (nothing: SQLite's commit
+                       this transaction's commit not       is what it is)
+                       wait for the WAL flush
 =====================  ==================================  ====================================
 
 The schema (``store/schema/NNN_name.sql``) is written once too, with a few type macros
@@ -123,6 +126,9 @@ POSTGRES = Dialect(
             " WHERE j.delivery_id = d.id)"
         ),
         "table_exists": lambda x: f"to_regclass(:{x}) IS NOT NULL",
+        # Soft state only (a destination's bucket, slots and circuit): losing the last
+        # few such commits in a crash is harmless, and it spares a flush per forward.
+        "soft_commit": lambda _: "set_config('synchronous_commit', 'off', true)",
     },
     schema={
         "time": lambda _: "timestamptz",
@@ -152,6 +158,7 @@ SQLITE = Dialect(
         "table_exists": lambda x: (
             f"EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :{x})"
         ),
+        "soft_commit": lambda _: "NULL",
     },
     schema={
         "time": lambda _: "REAL",
