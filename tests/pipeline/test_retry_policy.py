@@ -143,3 +143,18 @@ def test_without_a_schedule_the_one_exponential_backoff_applies() -> None:
     for spent in range(1, 6):
         ceiling = min(config.worker.backoff_max_seconds, 2 ** (spent - 1))
         assert ceiling / 2 <= policy.wait_after(spent) < ceiling
+
+
+def test_a_job_held_by_a_full_destination_waits_longer_each_time_up_to_a_bound() -> None:
+    config = config_from_mapping(_route())
+    policy = RetryPolicy.build(config.worker, config.sources["s"].routes[0])
+    busy = Failure("destination_busy", held_seconds=0.2)
+    first = policy.decide(busy, attempts=1, max_attempts=policy.attempts)
+    later = policy.decide(busy, attempts=11, max_attempts=policy.attempts + 10)
+    much_later = policy.decide(busy, attempts=99, max_attempts=policy.attempts + 98)
+    assert first.kind == later.kind == "defer"
+    assert 0.2 <= first.delay <= 0.25 < later.delay
+    assert much_later.delay <= 5.0 * 1.25
+    circuit = Failure("circuit_open", held_seconds=3.0)
+    held = policy.decide(circuit, attempts=11, max_attempts=policy.attempts + 10)
+    assert 3.0 <= held.delay <= 3.75  # the rest of the cool-down, not grown

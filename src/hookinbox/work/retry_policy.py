@@ -25,6 +25,9 @@ from hookinbox.config import Route, Worker
 from hookinbox.errors import TargetAnswered
 from hookinbox.work.destinations import DestinationHeld
 
+#: The longest a job held by a full destination waits before it is claimed again.
+MAX_BUSY_WAIT_SECONDS = 5.0
+
 
 @dataclass(frozen=True, slots=True)
 class Failure:
@@ -98,8 +101,7 @@ class RetryPolicy:
         if failure.final:
             return Decision("dead_letter", failure.code)
         if failure.held_seconds is not None:
-            # A little jitter, so jobs held together do not all come back together.
-            return Decision("defer", failure.code, failure.held_seconds * (1 + JITTER.random() / 4))
+            return Decision("defer", failure.code, self.hold(failure, max_attempts))
         if failure.status == 410:
             return Decision("dead_letter", JobCode.GONE)
         if failure.status is not None and failure.status in self.dead_letter_on:
@@ -115,6 +117,16 @@ class RetryPolicy:
         if asked is not None:
             return Decision("retry", failure.code, asked)
         return Decision("retry", failure.code, self.wait_after(self.attempts - left))
+
+    def hold(self, failure: Failure, max_attempts: int) -> float:
+        """How long a job held by its destination waits. A full destination's short wait
+        grows with the job's waits so far (its attempts given back), so a long backlog is
+        not claimed again five times a second; a little jitter spreads jobs held together."""
+        wait = float(failure.held_seconds or 0.0)
+        if failure.code == JobCode.DESTINATION_BUSY:
+            given_back = max(0, max_attempts - self.attempts)
+            wait = min(MAX_BUSY_WAIT_SECONDS, wait * 1.25 ** min(given_back, 30))
+        return wait * (1 + JITTER.random() / 4)
 
     def wait_after(self, spent: int) -> float:
         """The wait after the ``spent``-th failed attempt (1 = the first)."""
