@@ -168,14 +168,14 @@ async def test_the_timeline_shows_a_forward_that_never_connected_as_not_made(
     attempts' connect_error, and never shows it as an effect made."""
     monkeypatch.setenv("HOOKINBOX_ADMIN_TOKEN", TOKEN)
     body, headers = delivery("evt_never_connected")
-    async with running_inbox(_config(sqlite_url, f"http://127.0.0.1:{free_port()}/down")) as inbox:
-        async with httpx.AsyncClient() as client:
-            await client.post(inbox.url(), content=body, headers=headers)
-            await wait_for_status(inbox.store, "evt_never_connected", "failed")
-            found = await inbox.store.journal.get_delivery("evt_never_connected")
-            assert found is not None
-            await login(client, inbox.base_url)
-            page = (await client.get(f"{inbox.base_url}/admin/deliveries/{found.id}")).text
+    config = _config(sqlite_url, f"http://127.0.0.1:{free_port()}/down")
+    async with running_inbox(config) as inbox, httpx.AsyncClient() as client:
+        await client.post(inbox.url(), content=body, headers=headers)
+        await wait_for_status(inbox.store, "evt_never_connected", "failed")
+        found = await inbox.store.journal.get_delivery("evt_never_connected")
+        assert found is not None
+        await login(client, inbox.base_url)
+        page = (await client.get(f"{inbox.base_url}/admin/deliveries/{found.id}")).text
     assert "started, not recorded (see the attempts)" in page
     assert page.count("connect_error") >= 2
     assert ">started<" not in page
