@@ -64,7 +64,7 @@ async def test_a_503_with_an_http_date_comes_back_at_that_date(
         db_url, client, "evt_503_date", [(503, {"retry-after": when}, b"")], "completed"
     )
     assert history == [("deferred", "http_503"), ("completed", None)]
-    assert _gaps(target)[0] >= 1.5  # whole seconds: 2 to 3 s after it was written
+    assert _gaps(target)[0] >= 1.0  # the date is 2 to 3 s after it was written (whole seconds)
 
 
 async def test_a_retry_after_longer_than_the_bound_is_capped(
