@@ -23,6 +23,7 @@ The tree::
     ├── SourcePaused                 source_paused      HTTP 503
     ├── StoreError                   store_error        HTTP 503, exit 3
     │   ├── StoreUnavailable         store_unavailable  HTTP 503, exit 3
+    │   ├── StoreNotFound            store_not_found    HTTP 503, exit 3
     │   └── StoreRejectedRow         store_rejected_row HTTP 400, exit 3
     ├── NotFound                     not_found          HTTP 404, exit 4
     ├── OperationRefused             refused            HTTP 409, exit 5
@@ -189,6 +190,17 @@ class StoreUnavailable(StoreError):
     exit_code = 3
 
 
+class StoreNotFound(StoreError):
+    """There is no hookinbox store at the configured URL (no such SQLite file or
+    PostgreSQL database, or one without hookinbox's schema). Operator commands never
+    create one: a typo in a cron job's URL must fail, not report an empty store as clean.
+    ``serve``, ``worker`` and ``migrate`` create and migrate it."""
+
+    code = "store_not_found"
+    http_status = 503
+    exit_code = 3
+
+
 class StoreRejectedRow(StoreError):
     """The store refused a value of this delivery (the rest of its batch was kept)."""
 
@@ -233,13 +245,19 @@ class ActionError(HookinboxError):
 
     Raise it from a handler with a short code of your own (``crm_unavailable``): the
     code is what the journal, the dead-letter list and the metrics show. The message is
-    never logged (it may quote a payload)."""
+    never logged (it may quote a payload).
+
+    ``not_started=True`` says the effect certainly did not begin (the request never
+    reached the other side: a refused connection, a name that does not resolve), so the
+    effects ledger releases the key this attempt started instead of leaving it
+    "started and never recorded" for reconcile to report."""
 
     code = "action_failed"
 
-    def __init__(self, code: str, message: str | None = None) -> None:
+    def __init__(self, code: str, message: str | None = None, *, not_started: bool = False) -> None:
         super().__init__(message or code)
         self.code = code
+        self.not_started = not_started
 
 
 class TargetAnswered(ActionError):

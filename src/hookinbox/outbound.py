@@ -5,6 +5,8 @@ Forwards (a route's ``forward``) and outbox sends (``[outbox] forward``) both go
 fails the attempt the same way everywhere: :class:`~hookinbox.errors.ActionError` with
 ``timeout``, ``connect_error``, ``dns_error``, ``http_error`` or ``http_<status>``, which
 the worker or the relay retries with backoff. The code never carries the answer's body.
+A failure before anything was sent (no connection, no name) says so (``not_started``):
+the effects ledger then releases the forward's key, since no effect can exist.
 """
 
 from __future__ import annotations
@@ -64,11 +66,15 @@ async def post(
         response = await client.post(
             url, content=content, json=json, headers=headers, timeout=timeout
         )
+    except (httpx.ConnectTimeout, httpx.PoolTimeout):
+        # No connection, so nothing was sent: the effect did not start.
+        raise ActionError(JobCode.TIMEOUT, not_started=True) from None
     except httpx.TimeoutException:
         raise ActionError(JobCode.TIMEOUT) from None
     except httpx.ConnectError as exc:
         dns = "name" in str(exc).lower()
-        raise ActionError(JobCode.DNS_ERROR if dns else JobCode.CONNECT_ERROR) from None
+        code = JobCode.DNS_ERROR if dns else JobCode.CONNECT_ERROR
+        raise ActionError(code, not_started=True) from None
     except httpx.HTTPError as exc:
         raise ActionError(JobCode.HTTP_ERROR, type(exc).__name__) from None
     if not 200 <= response.status_code < 300:

@@ -34,6 +34,11 @@ def test_the_shipped_video_machine() -> None:
     assert VIDEO.judge("ready", "processing") == "from_terminal"  # the late callback
     assert VIDEO.judge("ready", "failed") == "from_terminal"
     assert VIDEO.judge("ready", "ready") == "same_state"
+    # Providers announce video.queued before rendering (issue 12): a state of its own.
+    assert VIDEO.events["video.queued"] == "queued"
+    assert VIDEO.judge("submitted", "queued") is None
+    assert VIDEO.judge("queued", "processing") is None
+    assert VIDEO.judge("processing", "queued") is not None  # a late queued: for review
     assert VIDEO.judge("processing", "submitted") == "not_allowed"
     assert VIDEO.judge("submitted", "exploded") == "unknown_target"
     assert VIDEO.notify == {"ready": "video-ready", "failed": "video-failed"}

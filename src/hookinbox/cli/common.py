@@ -61,9 +61,12 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 
 @asynccontextmanager
-async def opened_store(config: Config) -> AsyncIterator[Store]:
+async def opened_store(config: Config, *, create: bool = False) -> AsyncIterator[Store]:
+    """The configured store, open. Operator commands open only one that exists
+    (``store_not_found``, exit 3, otherwise); ``serve`` and ``worker`` pass ``create=True``
+    and make and migrate it."""
     store = open_store_for(config.database)
-    await store.open()
+    await store.open(create=create)
     try:
         yield store
     finally:

@@ -15,6 +15,7 @@ and what.
   :class:`PausedSources` (what each receiver consults)
 - trace: :func:`trace`, with the layers it is given
 - notifications: :func:`resend_outbox`
+- rejected transitions: :func:`list_reviews`, :func:`resolve_review`
 - destinations: :func:`list_destinations` (limits, circuit, forwards in flight)
 - :class:`OperatorViews`: the extra layers and checks a caller hands to trace/reconcile
 """
@@ -42,6 +43,7 @@ from hookinbox.ops.reconcile import (
     reconcile,
 )
 from hookinbox.ops.replay import ReplayItem, ReplayReport, replay
+from hookinbox.ops.reviews import ReviewList, list_reviews, resolve_review
 from hookinbox.ops.sources import (
     PausedSources,
     SourceRow,
@@ -68,6 +70,7 @@ __all__ = [
     "ReplayReport",
     "RetryItem",
     "RetryReport",
+    "ReviewList",
     "SourceRow",
     "SourcesReport",
     "StoreCheck",
@@ -80,12 +83,14 @@ __all__ = [
     "dlq_retry",
     "dlq_retry_all",
     "list_destinations",
+    "list_reviews",
     "list_sources",
     "pause_source",
     "purge",
     "reconcile",
     "replay",
     "resend_outbox",
+    "resolve_review",
     "resume_source",
     "run_purge_loop",
     "trace",

@@ -59,6 +59,7 @@ from hookinbox.store.resource_records import (
     ResourceView,
     TransitionView,
 )
+from hookinbox.store.reviews import TransitionReview
 
 
 def open_store_for(url: str) -> Store:
@@ -114,6 +115,7 @@ __all__ = [
     "SourceState",
     "Store",
     "StoreGaugeReadings",
+    "TransitionReview",
     "TransitionRules",
     "TransitionView",
     "iso",
