@@ -33,6 +33,7 @@ from pydantic_core import PydanticUndefined
 from hookinbox.api import ROUTES, openapi_document
 from hookinbox.cli.main import main as cli_main
 from hookinbox.config import Config
+from hookinbox.config.destinations import DestinationConfig
 from hookinbox.config.filters import Condition
 from hookinbox.config.model import Route, Server, Source, Worker
 from hookinbox.config.notify import NotifierConfig
@@ -82,6 +83,11 @@ TABLES: list[tuple[str, type[BaseModel], str]] = [
     ("[rejected]", RejectedSettings, "Refused deliveries kept for a retry."),
     ("[notify.NAME]", NotifierConfig, "Where notices of dead letters, pauses, refusals go."),
     ("[otel]", OtelSettings, "OpenTelemetry traces (the extra `hookinbox[otel]`)."),
+    (
+        "[destinations.NAME]",
+        DestinationConfig,
+        "A forward destination: its rate, forwards in flight and circuit breaker.",
+    ),
 ]
 
 

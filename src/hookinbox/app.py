@@ -78,7 +78,7 @@ class Inbox:
         )
         #: The trace layers and reconcile checks operators see (admin, CLI, API).
         self.views = views or standard_operator_views()
-        self.store_gauges = StoreGauges(config.sources)
+        self.store_gauges = StoreGauges(config.sources, destinations=config.destinations)
         #: Paused sources, re-read from the store in the background (answers 503 meanwhile).
         self.paused = PausedSources(self.store, config.operations.pause_refresh_seconds)
         #: OpenTelemetry spans, or a no-op (``[otel]``): one for the receiver and workers.

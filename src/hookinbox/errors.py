@@ -33,6 +33,7 @@ The tree::
     ├── Unauthenticated              unauthenticated    HTTP 401
     ├── Forbidden                    forbidden          HTTP 403
     └── ActionError                  (its own code)     a failed attempt of a job
+        └── TargetAnswered           http_<status>      a forward's non-2xx answer
 
 The HTTP layer (``hookinbox.http``) is the only place that maps these to statuses and the
 CLI the only place that maps them to exit codes; both read the attributes below. A
@@ -287,3 +288,21 @@ class ActionError(HookinboxError):
         super().__init__(message or code)
         self.code = code
         self.not_started = not_started
+
+
+class TargetAnswered(ActionError):
+    """A forward's (or a send's) target answered with a non-2xx status.
+
+    It carries what the worker decides by (the status and the ``Retry-After`` wait) and
+    what an operator reads in the attempt history: a short, cleaned snippet of the
+    target's own answer, never the payload that was sent."""
+
+    def __init__(
+        self, status: int, *, retry_after_seconds: float | None = None, snippet: str = ""
+    ) -> None:
+        super().__init__(f"http_{status}")
+        self.status = status
+        #: The wait the target asked for (``Retry-After``: seconds or an HTTP date).
+        self.retry_after_seconds = retry_after_seconds
+        #: At most :data:`hookinbox.outbound.SNIPPET_BYTES` of the answer's body.
+        self.snippet = snippet

@@ -121,7 +121,9 @@ def test_a_route_must_name_a_known_machine_and_states() -> None:
         config_from_mapping(_config(route=video_route(kind="audio")))
     with pytest.raises(ConfigError, match=r"resource\.targets\.video\.done: unknown state 'done'"):
         config_from_mapping(_config(route=video_route(targets={"video.done": "done"})))
-    with pytest.raises(ConfigError, match=r"exactly one of 'handler', 'forward' or 'resource'"):
+    with pytest.raises(
+        ConfigError, match=r"exactly one of 'handler', 'forward', 'destination' or 'resource'"
+    ):
         config_from_mapping(_config(route={**video_route(), "handler": "x.y:z"}))
     with pytest.raises(ConfigError, match=r"resource\.ref: .* is not a JSON pointer"):
         config_from_mapping(_config(route=video_route(ref="data.task_id")))

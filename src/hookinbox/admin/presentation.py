@@ -20,6 +20,7 @@ from markupsafe import Markup
 
 from hookinbox import ops
 from hookinbox.errors import InvalidArgument
+from hookinbox.store import AttemptView
 
 
 def format_time(value: datetime | None) -> str:
@@ -203,11 +204,17 @@ def timeline(traced: ops.TracedDelivery) -> list[dict[str, Any]]:
                         x for x in (attempt.outcome or "running", attempt.error_code or "") if x
                     ),
                     "error": bool(attempt.error_code),
+                    "attempt": attempt_facts(attempt),
                 }
             )
     for effect in traced.effects:
         events.append(
-            {"at": effect.created_at, "kind": "effect", "what": effect.key, "detail": effect.state}
+            {
+                "at": effect.created_at,
+                "kind": "effect",
+                "what": effect.key,
+                "detail": effect_state(effect.state),
+            }
         )
     for action in traced.operator_actions:
         events.append(
@@ -232,6 +239,30 @@ def timeline(traced: ops.TracedDelivery) -> list[dict[str, Any]]:
             )
     epoch = datetime.fromtimestamp(0, UTC)
     return sorted(events, key=lambda e: e["at"] or epoch)
+
+
+def attempt_facts(attempt: AttemptView) -> list[tuple[str, str]]:
+    """What one attempt met, as (label, text) pairs for the timeline: its target, the
+    status it got, how long it took, when the job is due again and the start of the
+    target's answer (bounded and cleaned when stored; escaped by the template)."""
+    facts = []
+    if attempt.target:
+        facts.append(("target", attempt.target))
+    if attempt.http_status is not None:
+        facts.append(("status", str(attempt.http_status)))
+    if attempt.duration_ms is not None:
+        facts.append(("took", f"{attempt.duration_ms} ms"))
+    if attempt.next_attempt_at is not None and attempt.outcome in ("retry", "deferred"):
+        facts.append(("next", format_time(attempt.next_attempt_at)))
+    if attempt.response_snippet:
+        facts.append(("answer", attempt.response_snippet))
+    return facts
+
+
+def effect_state(state: str) -> str:
+    """A ``started`` ledger row is a call begun, not an effect made: for a forward that
+    never connected nothing happened at the target (the attempt row says why)."""
+    return "recorded" if state == "recorded" else "started, not recorded (see the attempts)"
 
 
 def _maybe_time(value: object) -> datetime | None:

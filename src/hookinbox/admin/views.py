@@ -144,6 +144,7 @@ class Admin:
                 Route("/rejected", page(self.rejected), methods=["GET"]),
                 Route("/reviews", page(self.reviews), methods=["GET"]),
                 Route("/reviews/{id}/resolve", act(self.resolve_review), methods=["POST"]),
+                Route("/destinations", page(self.destinations), methods=["GET"]),
                 Route("/sources/{name}/pause", act(self.pause), methods=["POST"]),
                 Route("/sources/{name}/resume", act(self.resume), methods=["POST"]),
             ]
@@ -516,6 +517,10 @@ class Admin:
         return self._render(
             request, "sources.html", sources=report.sources, reconciliation=reconciliation
         )
+
+    async def destinations(self, request: Request) -> Response:
+        rows = await ops.list_destinations(self.store, self.config)
+        return self._render(request, "destinations.html", destinations=rows)
 
     async def rejected(self, request: Request) -> Response:
         """Kept rejected deliveries (read-only; retried from the CLI)."""

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hookinbox import ops
+from hookinbox.cli.attempts import attempt_line
 from hookinbox.cli.common import (
     config_option,
     opened_store,
@@ -20,6 +21,7 @@ from hookinbox.cli.common import (
 from hookinbox.ops.search import MAX_PAGE
 from hookinbox.store import (
     JOB_STATES,
+    AttemptView,
     DeliveryView,
     iso,
 )
@@ -110,12 +112,15 @@ def deliveries_show(config_path: str | None, ref: str, source: str | None, as_js
     """One delivery by internal id (dlv_...), job id or event id, with its jobs."""
     config = quiet_config(config_path)
 
-    async def go() -> DeliveryView:
+    async def go() -> tuple[DeliveryView, dict[str, list[AttemptView]]]:
         async with opened_store(config) as store:
-            return await ops.find_delivery(store, ref, source)
+            found = await ops.find_delivery(store, ref, source)
+            return found, {job.id: await store.queue.list_attempts(job.id) for job in found.jobs}
 
-    found = run(go())
+    found, attempts = run(go())
     data = found.as_json()
+    for job in data["jobs"]:
+        job["attempt_history"] = [a.as_json() for a in attempts[job["job_id"]]]
     if as_json:
         print_json(data)
         return
@@ -145,3 +150,7 @@ def deliveries_show(config_path: str | None, ref: str, source: str | None, as_js
             job["business_id"] or "",
         )
     console.print(table)
+    for job in data["jobs"]:
+        console.print(f"[bold]{job['action']}[/bold] attempts")
+        for a in job["attempt_history"]:
+            console.print(f"  {attempt_line(a)}", markup=False, highlight=False, soft_wrap=True)

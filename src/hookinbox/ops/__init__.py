@@ -18,12 +18,14 @@ and what.
   field), :func:`find_delivery` (never picks one of two sources silently)
 - notifications: :func:`resend_outbox`
 - rejected transitions: :func:`list_reviews`, :func:`resolve_review`
+- destinations: :func:`list_destinations` (limits, circuit, forwards in flight)
 - :class:`OperatorViews`: the extra layers and checks a caller hands to trace/reconcile
 """
 
 from __future__ import annotations
 
 from hookinbox.ops.actor import default_actor
+from hookinbox.ops.destinations import DestinationRow, list_destinations
 from hookinbox.ops.dlq import (
     MAX_BULK,
     DeadLetterFilter,
@@ -70,6 +72,7 @@ __all__ = [
     "DeadLetterFilter",
     "DeadLetterList",
     "DeliveryQuery",
+    "DestinationRow",
     "Finding",
     "OperatorViews",
     "PausedSources",
@@ -95,6 +98,7 @@ __all__ = [
     "dlq_retry",
     "dlq_retry_all",
     "find_delivery",
+    "list_destinations",
     "list_reviews",
     "list_sources",
     "parse_when",

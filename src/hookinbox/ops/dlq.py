@@ -230,16 +230,21 @@ async def _requeue(
             runnable.append(job)
     moved: set[str] = set()
     if runnable and not dry_run:
-        moved = set(
-            await store.queue.requeue_jobs(
-                [job.id for job in runnable],
-                from_states=("failed",),
-                trigger=Trigger.DLQ_RETRY,
-                max_attempts=config.worker.max_attempts,
-                actor=actor,
-                command="dlq-retry",
+        # Each job gets its route's attempts again (a retry schedule's length + 1).
+        by_attempts: dict[int, list[str]] = {}
+        for job in runnable:
+            by_attempts.setdefault(config.attempts_for(job.source, job.action), []).append(job.id)
+        for max_attempts, ids in by_attempts.items():
+            moved.update(
+                await store.queue.requeue_jobs(
+                    ids,
+                    from_states=("failed",),
+                    trigger=Trigger.DLQ_RETRY,
+                    max_attempts=max_attempts,
+                    actor=actor,
+                    command="dlq-retry",
+                )
             )
-        )
     for job in runnable:
         if dry_run:
             items[job.id] = _item(job, "would_requeue")

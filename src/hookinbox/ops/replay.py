@@ -179,18 +179,22 @@ async def replay(
                     detail=f"superseded {len(keys)} ledger row(s)",
                 )
         before = {}
-    moved = set(
-        await store.queue.requeue_jobs(
-            [job.id for job in runnable],
-            from_states=("completed", "failed"),
-            trigger=Trigger.REPLAY,
-            max_attempts=config.worker.max_attempts,
-            actor=actor,
-            command="replay",
+    # Each job gets its route's attempts again (a retry schedule's length + 1).
+    by_attempts: dict[int, list[str]] = {}
+    for job in runnable:
+        by_attempts.setdefault(config.attempts_for(job.source, job.action), []).append(job.id)
+    moved: set[str] = set()
+    for max_attempts, ids in by_attempts.items():
+        moved.update(
+            await store.queue.requeue_jobs(
+                ids,
+                from_states=("completed", "failed"),
+                trigger=Trigger.REPLAY,
+                max_attempts=max_attempts,
+                actor=actor,
+                command="replay",
+            )
         )
-        if runnable
-        else []
-    )
     for job in runnable:
         if job.id not in moved:
             items[job.id] = ReplayItem(
@@ -242,7 +246,8 @@ def _is_settled(job: JobDetail) -> bool:
 def _is_forward(config: Config, job: JobDetail) -> bool:
     source = config.source(job.source)
     return source is not None and any(
-        route.action == job.action and route.forward is not None for route in source.routes
+        route.action == job.action and (route.forward or route.destination) is not None
+        for route in source.routes
     )
 
 

@@ -246,7 +246,10 @@ class Receiver:
             body_sha256=body_sha256,
             body=body,
             headers=kept,
-            jobs=tuple(NewJob(job_id(delivery_id, r.action), r.action) for r in routes),
+            jobs=tuple(
+                NewJob(job_id(delivery_id, r.action), r.action, r.attempts(self._config.worker))
+                for r in routes
+            ),
             max_attempts=self._config.worker.max_attempts,
         )
         if self.tracing.enabled:

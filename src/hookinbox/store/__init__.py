@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from hookinbox.store.core import Store
 from hookinbox.store.decisions import TransitionRules
+from hookinbox.store.destinations import (
+    Admission,
+    DestinationLimits,
+    DestinationState,
+    Release,
+)
 from hookinbox.store.notices import FactGroup, NewNotice
 from hookinbox.store.operator_records import (
     Anomalies,
@@ -23,6 +29,7 @@ from hookinbox.store.operator_records import (
 from hookinbox.store.queue import DeadLetterOrder
 from hookinbox.store.records import (
     JOB_STATES,
+    AttemptDetail,
     AttemptView,
     ClaimedJob,
     DeliverySearch,
@@ -71,7 +78,9 @@ __all__ = [
     "JOB_STATES",
     "OUTBOX_STATES",
     "OUTCOMES",
+    "Admission",
     "Anomalies",
+    "AttemptDetail",
     "AttemptView",
     "ClaimedJob",
     "ClaimedOutbox",
@@ -80,6 +89,8 @@ __all__ = [
     "DeliverySearch",
     "DeliveryStatus",
     "DeliveryView",
+    "DestinationLimits",
+    "DestinationState",
     "EffectRecord",
     "EffectStart",
     "FactGroup",
@@ -98,6 +109,7 @@ __all__ = [
     "ParkPolicy",
     "PayloadMatch",
     "RejectedDelivery",
+    "Release",
     "Reservation",
     "ResourceEvent",
     "ResourceOutcome",

@@ -16,6 +16,7 @@ from __future__ import annotations
 from hookinbox.errors import StoreNotFound
 from hookinbox.store.admin_sessions import AdminSessions
 from hookinbox.store.audit import Audit
+from hookinbox.store.destinations import Destinations
 from hookinbox.store.driver import Driver
 from hookinbox.store.effects import Effects
 from hookinbox.store.journal import Journal
@@ -55,6 +56,7 @@ class Store:
         self.notices = Notices(driver)
         self.reviews = Reviews(driver)
         self.admin_sessions = AdminSessions(driver)
+        self.destinations = Destinations(driver)
 
     async def open(self, *, migrate: bool = True, create: bool = True) -> None:
         """Connect, and apply pending migrations unless told not to.

@@ -14,7 +14,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hookinbox.codes import AttemptOutcome, JobCode
-from hookinbox.store.records import ClaimedJob, JobState, NewDelivery, Reservation
+from hookinbox.store.records import (
+    AttemptDetail,
+    ClaimedJob,
+    JobState,
+    NewDelivery,
+    Reservation,
+)
 from hookinbox.store.sql import WAKE, Sql, Step, Tx, count, many, rows
 
 # -- fragments (shared with the PostgreSQL statements) --------------------------------
@@ -35,6 +41,13 @@ START_ATTEMPTS_FROM = (
     " SELECT id, attempts, trigger, :worker, {now} FROM "
 )
 END_ATTEMPT = "ended_at = {now}, outcome = :outcome, error_code = :error"
+#: A settled attempt also keeps what it met (an :class:`AttemptDetail`) and, when the job
+#: waits again, when it is due.
+SETTLE_ATTEMPT = (
+    END_ATTEMPT + ", target = :target, http_status = :http_status,"
+    " response_snippet = :snippet, duration_ms = :duration_ms,"
+    " next_attempt_at = CASE WHEN :state = 'accepted' THEN {now} + {secs:delay} END"
+)
 CLEAR_LEASE = "lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = {now}"
 MARK_ENDED = (
     "completed_at = CASE WHEN :state = 'completed' THEN {now} ELSE completed_at END,"
@@ -101,8 +114,17 @@ def reserve_one(item: NewDelivery) -> Tx[Reservation]:
         )
     yield count(_INSERT_PAYLOAD, id=item.id, body=item.body, headers=json.dumps(item.headers))
     if item.jobs:
-        job = {"delivery_id": item.id, "source": item.source, "max_attempts": item.max_attempts}
-        yield many(_INSERT_JOB, [{**job, "id": j.id, "action": j.action} for j in item.jobs])
+        job = {"delivery_id": item.id, "source": item.source}
+        jobs = [
+            {
+                **job,
+                "id": j.id,
+                "action": j.action,
+                "max_attempts": j.max_attempts or item.max_attempts,
+            }
+            for j in item.jobs
+        ]
+        yield many(_INSERT_JOB, jobs)
     return Reservation("accepted", item.id)
 
 
@@ -153,6 +175,9 @@ def claim(worker: str, limit: int, lease_seconds: float, token: str) -> Tx[list[
 
 _FINISH = Sql(f"UPDATE jobs SET {FINISH_JOB} WHERE {LEASE_HELD}")
 END_JOB_ATTEMPT = Sql(f"UPDATE attempts SET {END_ATTEMPT} WHERE job_id = :id AND ended_at IS NULL")
+_SETTLE_JOB_ATTEMPT = Sql(
+    f"UPDATE attempts SET {SETTLE_ATTEMPT} WHERE job_id = :id AND ended_at IS NULL"
+)
 
 
 def finish_params(
@@ -165,8 +190,14 @@ def finish_params(
     business_id: str | None,
     delay_seconds: float,
     refund_attempt: bool,
+    detail: AttemptDetail | None = None,
 ) -> dict[str, Any]:
+    detail = detail or AttemptDetail()
     return {
+        "target": detail.target,
+        "http_status": detail.http_status,
+        "snippet": detail.snippet,
+        "duration_ms": detail.duration_ms,
         "id": job_id,
         "token": lease_token,
         "state": state,
@@ -182,7 +213,7 @@ def finish(params: Mapping[str, Any]) -> Tx[bool]:
     """End the current attempt and move the job on, only while the lease is ours."""
     ours: bool = (yield count(_FINISH, **params)) == 1
     if ours:
-        yield count(END_JOB_ATTEMPT, **params)
+        yield count(_SETTLE_JOB_ATTEMPT, **params)
     return ours
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from hookinbox.codes import AttemptOutcome
+from hookinbox.codes import DEFERRING_STATUSES, AttemptOutcome, http_status_code
 from hookinbox.store.audit import AUDIT
 from hookinbox.store.hot_path import (
     CLEAR_LEASE,
@@ -19,7 +19,7 @@ from hookinbox.store.hot_path import (
     finish_params,
 )
 from hookinbox.store.operator_records import JobDetail
-from hookinbox.store.records import AttemptView, ClaimedJob, JobState
+from hookinbox.store.records import AttemptDetail, AttemptView, ClaimedJob, JobState
 from hookinbox.store.sql import WAKE, Sql, Tx, literal, many, rows
 
 if TYPE_CHECKING:
@@ -71,8 +71,14 @@ _DEAD_LETTERS = {
 }
 _COUNT_DEAD = Sql("SELECT count(*) FROM jobs j" + _DEAD_FILTER)
 _ATTEMPTS = Sql(
-    "SELECT number, trigger, worker, started_at, ended_at, outcome, error_code"
+    "SELECT number, trigger, worker, started_at, ended_at, outcome, error_code, target,"
+    " http_status, response_snippet, duration_ms, next_attempt_at"
     " FROM attempts WHERE job_id = :id ORDER BY id"
+)
+#: Waits a target asked for (429/503 with Retry-After) that gave their attempt back.
+_TARGET_DEFERRALS = Sql(
+    "SELECT count(*) FROM attempts WHERE job_id = :id"
+    f" AND outcome = {literal(AttemptOutcome.DEFERRED)} AND error_code {{in:codes}}"
 )
 _RENEW = Sql("UPDATE jobs SET lease_expires_at = {now} + {secs:lease} WHERE " + LEASE_HELD)
 _REQUEUE = Sql(
@@ -135,6 +141,7 @@ class Queue:
         business_id: str | None = None,
         delay_seconds: float = 0.0,
         refund_attempt: bool = False,
+        detail: AttemptDetail | None = None,
     ) -> bool:
         """End the job's current attempt with ``outcome`` and move the job to ``state``,
         only while ``lease_token`` still holds its lease; False when the lease was lost."""
@@ -147,17 +154,36 @@ class Queue:
             business_id=business_id,
             delay_seconds=delay_seconds,
             refund_attempt=refund_attempt,
+            detail=detail,
         )
         return await self._db.finish_job(params)
 
-    async def complete_job(self, job_id: str, lease_token: str, business_id: str | None) -> bool:
+    async def complete_job(
+        self,
+        job_id: str,
+        lease_token: str,
+        business_id: str | None,
+        *,
+        detail: AttemptDetail | None = None,
+    ) -> bool:
         """Mark completed if the lease is still ours; False when it was lost."""
         return await self._finish(
-            job_id, lease_token, "completed", AttemptOutcome.COMPLETED, business_id=business_id
+            job_id,
+            lease_token,
+            "completed",
+            AttemptOutcome.COMPLETED,
+            business_id=business_id,
+            detail=detail,
         )
 
     async def retry_job(
-        self, job_id: str, lease_token: str, error_code: str, delay_seconds: float
+        self,
+        job_id: str,
+        lease_token: str,
+        error_code: str,
+        delay_seconds: float,
+        *,
+        detail: AttemptDetail | None = None,
     ) -> bool:
         """Back to accepted, due after ``delay_seconds`` from the database clock."""
         return await self._finish(
@@ -167,10 +193,17 @@ class Queue:
             AttemptOutcome.RETRY,
             error_code,
             delay_seconds=delay_seconds,
+            detail=detail,
         )
 
     async def defer_job(
-        self, job_id: str, lease_token: str, reason: str, delay_seconds: float
+        self,
+        job_id: str,
+        lease_token: str,
+        reason: str,
+        delay_seconds: float,
+        *,
+        detail: AttemptDetail | None = None,
     ) -> bool:
         """Back to accepted after ``delay_seconds`` without spending an attempt: the job
         waits for something outside itself (another job holding its effect's key)."""
@@ -182,11 +215,27 @@ class Queue:
             reason,
             delay_seconds=delay_seconds,
             refund_attempt=True,
+            detail=detail,
         )
 
-    async def fail_job(self, job_id: str, lease_token: str, error_code: str) -> bool:
+    async def fail_job(
+        self,
+        job_id: str,
+        lease_token: str,
+        error_code: str,
+        *,
+        detail: AttemptDetail | None = None,
+    ) -> bool:
         """Dead-letter the job with its error code."""
-        return await self._finish(job_id, lease_token, "failed", AttemptOutcome.FAILED, error_code)
+        return await self._finish(
+            job_id, lease_token, "failed", AttemptOutcome.FAILED, error_code, detail=detail
+        )
+
+    async def count_target_deferrals(self, job_id: str) -> int:
+        """How many times the job's target put it off (429/503 with ``Retry-After``)
+        without spending an attempt."""
+        codes = sorted(http_status_code(status) for status in DEFERRING_STATUSES)
+        return int(await self._db.value(_TARGET_DEFERRALS, id=job_id, codes=codes) or 0)
 
     async def fail_exhausted_leases(self) -> int:
         """Dead-letter jobs whose lease expired with no attempts left (their worker died on

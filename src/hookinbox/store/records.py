@@ -83,6 +83,8 @@ def no_times(value: Any) -> datetime | None:
 class NewJob:
     id: str
     action: str
+    #: The attempts its route allows (a retry schedule's length + 1); None: the delivery's.
+    max_attempts: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +212,21 @@ class JobView(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class AttemptDetail:
+    """What one attempt met, kept with it when it is settled (issue 12): never the
+    payload that was sent, only where it went and what came back."""
+
+    #: A forward's host and path (never its query), or the handler's name.
+    target: str | None = None
+    #: The target's HTTP status, when it answered.
+    http_status: int | None = None
+    #: At most 512 UTF-8 bytes of the target's answer, control characters removed.
+    snippet: str | None = None
+    #: How long the action ran, in milliseconds.
+    duration_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AttemptView(Record):
     number: int
     trigger: str
@@ -218,6 +235,12 @@ class AttemptView(Record):
     ended_at: datetime | None
     outcome: str | None
     error_code: str | None
+    target: str | None
+    http_status: int | None
+    response_snippet: str | None
+    duration_ms: int | None
+    #: When the job was due again after this attempt (a retry or a deferral).
+    next_attempt_at: datetime | None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -228,6 +251,11 @@ class AttemptView(Record):
             "ended_at": iso(self.ended_at),
             "outcome": self.outcome,
             "error_code": self.error_code,
+            "target": self.target,
+            "http_status": self.http_status,
+            "response_snippet": self.response_snippet,
+            "duration_ms": self.duration_ms,
+            "next_attempt_at": iso(self.next_attempt_at),
         }
 
 

@@ -113,6 +113,9 @@ class JobContext:
     settled: JobSettled | None = None
     #: The application's services (``Inbox(config, services={...})``), read-only.
     services: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    #: A forward's 2xx answer, kept with the attempt: its status and a bounded snippet.
+    answer_status: int | None = None
+    answer_snippet: str | None = None
 
     async def effect(self, key: str, do: EffectFn, find: EffectFn | None = None) -> Any:
         """Make the effect under ``key`` once; return its (recorded) result."""

@@ -23,16 +23,17 @@ import httpx
 from hookinbox.backoff import JITTER, backoff_seconds
 from hookinbox.codes import JobCode, error_code_of
 from hookinbox.config import Config
-from hookinbox.errors import MalformedJson
+from hookinbox.errors import MalformedJson, TargetAnswered
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
-from hookinbox.store import ClaimedJob, Store
+from hookinbox.store import AttemptDetail, ClaimedJob, Store
 from hookinbox.tracing import Tracing, build_tracing
 from hookinbox.verify.bodies import BodyReader
 from hookinbox.work.actions import Action, Event
 from hookinbox.work.effects import EffectInProgress, JobContext, JobSettled
 from hookinbox.work.handlers import PayloadInvalid, load_services
-from hookinbox.work.route_actions import build_actions
+from hookinbox.work.retry_policy import Decision, Failure, RetryPolicy
+from hookinbox.work.route_actions import build_actions, build_retry_policies, build_targets
 
 log = get_logger("hookinbox.worker")
 
@@ -65,10 +66,21 @@ class WorkerPool:
             dict(actions)
             if actions is not None
             else build_actions(
-                config, self._client, self.metrics, self.services, tracing=self._tracing
+                config,
+                self._client,
+                self.metrics,
+                self.services,
+                tracing=self._tracing,
+                store=store,
             )
         )
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        #: Each route's retry policy (its schedule and dead-letter statuses), and the
+        #: default one for a job whose route is gone.
+        self._policies = build_retry_policies(config)
+        self._default_policy = RetryPolicy.build(config.worker)
+        #: What each attempt records as its target (a forward's host and path, a handler).
+        self._targets = build_targets(config)
         #: Each source's stored body read as its receiver read it (JSON, or a form).
         self._bodies = BodyReader(config)
         self._running: set[asyncio.Task[None]] = set()
@@ -152,26 +164,32 @@ class WorkerPool:
         }
         self.metrics.job_started(job.source, job.action)
         heartbeat = asyncio.create_task(self._renew(job))
+        answered: list[JobContext] = []  # the job's context, for a forward's 2xx answer
         try:
             with self._tracing.attempt(job):
                 business_id = await asyncio.wait_for(
-                    self._execute(job), self._settings.job_timeout_seconds
+                    self._execute(job, answered), self._settings.job_timeout_seconds
                 )
         except (_Unrunnable, PayloadInvalid) as exc:
-            await self._settle_failure(job, exc.code, fields, final=True)
+            failure = Failure(exc.code, final=True)
+            await self._settle_failure(job, failure, fields, self._detail(job, started))
         except EffectInProgress as exc:
-            await self._defer(job, exc.code, fields)
+            await self._defer(job, exc.code, fields, self._detail(job, started))
         except TimeoutError:
             # A hung action would otherwise renew its lease forever. (A sync handler's
             # thread cannot be stopped; the effects ledger keeps its effect single.)
-            await self._settle_failure(job, JobCode.JOB_TIMEOUT, fields, final=False)
+            failure = Failure(JobCode.JOB_TIMEOUT)
+            await self._settle_failure(job, failure, fields, self._detail(job, started))
         except Exception as exc:
-            await self._settle_failure(job, error_code_of(exc), fields, final=False)
+            failure = Failure.of(exc, error_code_of(exc))
+            await self._settle_failure(job, failure, fields, self._detail(job, started, exc))
         else:
             if isinstance(business_id, JobSettled):
                 self._log_settled(job, business_id, fields, started)
                 return
-            ours = await self._complete(job, business_id)
+            ctx = answered[0] if answered else None
+            detail = self._detail(job, started, answered=ctx)
+            ours = await self._complete(job, business_id, detail)
             log.info(
                 "job_completed" if ours else "job_lease_lost",
                 **fields,
@@ -199,7 +217,31 @@ class WorkerPool:
         elif settled.ours and settled.state == "failed":
             self.metrics.job_failed(job.source, job.action, settled.outcome)
 
-    async def _execute(self, job: ClaimedJob) -> str | JobSettled | None:
+    def _detail(
+        self,
+        job: ClaimedJob,
+        started: float,
+        exc: BaseException | None = None,
+        *,
+        answered: JobContext | None = None,
+    ) -> AttemptDetail:
+        """What the attempt met: its target, the status and a snippet of the target's
+        answer (never the payload sent), and how long it took."""
+        status, snippet = None, None
+        if isinstance(exc, TargetAnswered):
+            status, snippet = exc.status, exc.snippet or None
+        elif answered is not None:
+            status, snippet = answered.answer_status, answered.answer_snippet or None
+        return AttemptDetail(
+            target=self._targets.get((job.source, job.action)),
+            http_status=status,
+            snippet=snippet,
+            duration_ms=round((time.monotonic() - started) * 1000),
+        )
+
+    async def _execute(
+        self, job: ClaimedJob, answered: list[JobContext]
+    ) -> str | JobSettled | None:
         action = self._actions.get((job.source, job.action))
         if action is None:
             raise _Unrunnable(JobCode.UNKNOWN_ACTION)
@@ -228,6 +270,7 @@ class WorkerPool:
             lease_token=job.lease_token,
             services=self.services,
         )
+        answered.append(ctx)
         ran = time.monotonic()
         try:
             result = await action.run(event, ctx)
@@ -235,27 +278,48 @@ class WorkerPool:
         finally:
             self.metrics.job_ran(job.source, job.action, time.monotonic() - ran)
 
-    async def _defer(self, job: ClaimedJob, code: str, fields: dict[str, object]) -> None:
+    async def _defer(
+        self, job: ClaimedJob, code: str, fields: dict[str, object], detail: AttemptDetail
+    ) -> None:
         """Wait for another job without spending an attempt: at most a lease, since by
         then its effect is recorded or its worker is gone."""
         delay = min(self._settings.lease_seconds, self._backoff(job.attempts))
         try:
-            await self._store.queue.defer_job(job.id, job.lease_token, code, delay)
+            await self._store.queue.defer_job(job.id, job.lease_token, code, delay, detail=detail)
             log.info("job_deferred", **fields, reason=code, retry_in_s=round(delay, 3))
         except Exception as exc:
             log.error("job_settle_failed", **fields, error=code, store_error=error_code_of(exc))
 
+    async def _decide(self, job: ClaimedJob, failure: Failure) -> Decision:
+        """The route's policy over this failure (see work/retry_policy.py)."""
+        policy = self._policies.get((job.source, job.action), self._default_policy)
+        deferrals = 0
+        if policy.asks_to_wait(failure):
+            deferrals = await self._store.queue.count_target_deferrals(job.id)
+        return policy.decide(
+            failure, attempts=job.attempts, max_attempts=job.max_attempts, deferrals=deferrals
+        )
+
     async def _settle_failure(
-        self, job: ClaimedJob, code: str, fields: dict[str, object], *, final: bool
+        self,
+        job: ClaimedJob,
+        failure: Failure,
+        fields: dict[str, object],
+        detail: AttemptDetail,
     ) -> None:
+        code, queue = failure.code, self._store.queue
         try:
-            if final or job.attempts >= job.max_attempts:
-                await self._store.queue.fail_job(job.id, job.lease_token, code)
+            decision = await self._decide(job, failure)
+            code, delay = decision.code, decision.delay
+            if decision.kind == "dead_letter":
+                await queue.fail_job(job.id, job.lease_token, code, detail=detail)
                 log.error("job_failed", **fields, error=code)
                 self.metrics.job_failed(job.source, job.action, code)
+            elif decision.kind == "defer":
+                await queue.defer_job(job.id, job.lease_token, code, delay, detail=detail)
+                log.info("job_deferred", **fields, reason=code, retry_in_s=round(delay, 3))
             else:
-                delay = self._backoff(job.attempts)
-                await self._store.queue.retry_job(job.id, job.lease_token, code, delay)
+                await queue.retry_job(job.id, job.lease_token, code, delay, detail=detail)
                 log.warning("job_retry", **fields, error=code, retry_in_s=round(delay, 3))
                 self.metrics.job_retried(job.source, job.action, code)
         except Exception as exc:
@@ -270,10 +334,14 @@ class WorkerPool:
             rng=JITTER,
         )
 
-    async def _complete(self, job: ClaimedJob, business_id: str | None) -> bool:
+    async def _complete(
+        self, job: ClaimedJob, business_id: str | None, detail: AttemptDetail
+    ) -> bool:
         for delay in (0.1, 0.5, 1.0, 2.0):
             try:
-                return await self._store.queue.complete_job(job.id, job.lease_token, business_id)
+                return await self._store.queue.complete_job(
+                    job.id, job.lease_token, business_id, detail=detail
+                )
             except Exception:
                 await asyncio.sleep(delay)
         # Could not record completion: the lease expires, the job runs again, and the

@@ -241,7 +241,7 @@ class PostgresDriver(Driver):
             "job_deliveries": [item.id for _, item in jobs],
             "job_sources": [item.source for _, item in jobs],
             "job_actions": [job.action for job, _ in jobs],
-            "job_max_attempts": [item.max_attempts for _, item in jobs],
+            "job_max_attempts": [job.max_attempts or item.max_attempts for job, item in jobs],
         }
         rendered = self.dialect.render(statements.RESERVE)
         async with self._conn() as conn:

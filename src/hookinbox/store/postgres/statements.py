@@ -18,6 +18,7 @@ from hookinbox.store.hot_path import (
     LEASE_EXHAUSTED,
     LEASE_HELD,
     LEASE_JOB,
+    SETTLE_ATTEMPT,
     START_ATTEMPTS_FROM,
 )
 from hookinbox.store.sql import Sql
@@ -101,14 +102,14 @@ LEFT JOIN payloads p ON p.delivery_id = c.delivery_id
 )
 
 
-def _closing_attempts(update_jobs: str) -> Sql:
+def _closing_attempts(update_jobs: str, end_attempt: str = END_ATTEMPT) -> Sql:
     """``update_jobs`` (an UPDATE of jobs) with the end of the attempts of the jobs it
     changed, in one statement; answers how many jobs it changed."""
     return Sql(
         f"""
 WITH done AS ({update_jobs} RETURNING id),
 ended AS (
-    UPDATE attempts a SET {END_ATTEMPT}
+    UPDATE attempts a SET {end_attempt}
     FROM done WHERE a.job_id = done.id AND a.ended_at IS NULL
 )
 SELECT count(*) FROM done
@@ -116,5 +117,5 @@ SELECT count(*) FROM done
     )
 
 
-FINISH = _closing_attempts(f"UPDATE jobs SET {FINISH_JOB} WHERE {LEASE_HELD}")
+FINISH = _closing_attempts(f"UPDATE jobs SET {FINISH_JOB} WHERE {LEASE_HELD}", SETTLE_ATTEMPT)
 FAIL_EXHAUSTED = _closing_attempts(f"UPDATE jobs SET {EXHAUST_JOB} WHERE {LEASE_EXHAUSTED}")
