@@ -14,8 +14,11 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.applications import Starlette
 
 from hookinbox import ops
+from hookinbox.api import api_routes
+from hookinbox.app import standard_operator_views
 from hookinbox.config import Config
 from hookinbox.errors import InvalidArgument, NotFound, OperationRefused
 from hookinbox.store import Store
@@ -165,3 +168,43 @@ async def test_the_admin_lists_and_resolves_a_rejected_transition(
                 data={"csrf": csrf, "note": ""},
             )
             assert empty_note.status_code == 400
+
+
+async def test_the_api_lists_and_resolves_a_rejected_transition_with_an_operate_token(
+    db_url: str, client: httpx.AsyncClient
+) -> None:
+    read, operate = "reader-token-0123456789abcdef", "operator-token-0123456789abcdef"
+    config = review_config(db_url)
+    async with running_inbox(config) as inbox:
+        task_id = await queued_then_late_queued(inbox, client)
+        routes = api_routes(
+            config,
+            inbox.store,
+            standard_operator_views(),
+            {"HOOKINBOX_API_TOKENS": f"ci:read:{read}, oncall:operate:{operate}"},
+        )
+        transport = httpx.ASGITransport(app=Starlette(routes=routes))
+        async with httpx.AsyncClient(transport=transport, base_url="http://ops/api/v1") as api:
+            as_reader = {"authorization": f"Bearer {read}"}
+            as_operator = {"authorization": f"Bearer {operate}"}
+            listed = (await api.get("/reviews", headers=as_reader)).json()
+            (review,) = listed["reviews"]
+            url = f"/reviews/{review['id']}/resolve"
+            note = {"note": "late callback, nothing to do"}
+            forbidden = await api.post(url, json=note, headers=as_reader)
+            no_note = await api.post(url, headers=as_operator)
+            not_a_number = await api.post("/reviews/x1/resolve", json=note, headers=as_operator)
+            resolved = await api.post(url, json=note, headers=as_operator)
+            again = await api.post(url, json=note, headers=as_operator)
+            left = (await api.get("/reviews", headers=as_reader)).json()
+        audit = await inbox.store.audit.list_operator_actions()
+    assert review["resource_id"] == task_id and review["review_deadline"]
+    assert (forbidden.status_code, forbidden.json()) == (403, {"error": "forbidden"})
+    assert no_note.status_code == 400 and not_a_number.status_code == 400
+    assert resolved.status_code == 200
+    assert resolved.json()["reviewed_by"] == "api:oncall"
+    assert again.status_code == 409
+    assert left["count"] == 0
+    assert [(a.actor, a.command) for a in audit if a.command == "review-resolve"] == [
+        ("api:oncall", "review-resolve")
+    ]

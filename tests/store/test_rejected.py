@@ -54,7 +54,7 @@ async def test_concurrent_refusals_of_one_source_keep_the_ring_bound(store: Stor
         await asyncio.gather(
             *(
                 store.rejected.keep_rejected(
-                    refused("gh", f"{{\"n\": {n}}}".encode()), max_rows=3, max_bytes=BIG
+                    refused("gh", f'{{"n": {n}}}'.encode()), max_rows=3, max_bytes=BIG
                 )
                 for n in range(12)
             )

@@ -75,6 +75,18 @@ class DeadLetterQueryParams(_Input):
     limit: int = Field(50, ge=1, le=MAX_PAGE)
 
 
+class ReviewQueryParams(_Input):
+    all: bool = Field(False, description="Reviewed ones too (by default only those waiting)")
+    before: int | None = Field(None, ge=1, description="The last id of the previous page")
+    limit: int = Field(50, ge=1, le=1000)
+
+
+class ReviewResolution(_Input):
+    note: Annotated[str, Field(min_length=1, max_length=2000)] = Field(
+        description="What was decided, and why (kept with the review and in the audit)"
+    )
+
+
 class ReconcileParams(_Input):
     limit: int = Field(20, ge=1, le=200, description="Samples listed per check")
 
@@ -238,6 +250,31 @@ class SourceState(_Output):
     reason: str | None
     changed_at: str | None
     changed_by: str | None
+
+
+class Review(_Output):
+    id: int
+    resource_id: str
+    kind: str
+    tenant: str | None
+    to: str
+    reason: str | None
+    delivery_id: str | None
+    job_id: str | None
+    at: str | None
+    reviewed_at: str | None
+    reviewed_by: str | None
+    review_note: str | None
+
+
+class ReviewWithDeadline(Review):
+    review_deadline: str | None
+
+
+class Reviews(_Output):
+    count: int
+    review_seconds: float
+    reviews: list[ReviewWithDeadline]
 
 
 class Finding(_Output):

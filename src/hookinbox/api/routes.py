@@ -157,6 +157,25 @@ async def resume_source(call: Call) -> dict[str, Any]:
     return state.as_json()
 
 
+async def list_reviews(call: Call) -> dict[str, Any]:
+    q: models.ReviewQueryParams = call.query
+    found = await ops.list_reviews(
+        call.store, call.config, resolved=q.all, before=q.before, limit=q.limit
+    )
+    return found.as_json()
+
+
+async def resolve_review(call: Call) -> dict[str, Any]:
+    raw = call.path["transition_id"]
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        raise InvalidArgument("a transition id is a whole number")
+    body: models.ReviewResolution | None = call.body
+    if body is None:
+        raise InvalidArgument("a review needs a note (what was decided, and why)")
+    review = await ops.resolve_review(call.store, int(raw), actor=call.actor, note=body.note)
+    return review.as_json()
+
+
 async def reconcile(call: Call) -> dict[str, Any]:
     report = await ops.reconcile(
         call.store, call.config, limit=call.query.limit, checks=call.views.checks
@@ -264,6 +283,28 @@ ROUTES: list[RouteSpec] = [
         models.SourceState,
         resume_source,
         errors=(404,),
+        writes=True,
+    ),
+    RouteSpec(
+        "GET",
+        "/reviews",
+        "listReviews",
+        "Transitions a state machine rejected, waiting for a person's review (newest first)",
+        "read",
+        models.Reviews,
+        list_reviews,
+        query=models.ReviewQueryParams,
+    ),
+    RouteSpec(
+        "POST",
+        "/reviews/{transition_id}/resolve",
+        "resolveReview",
+        "Mark a rejected transition reviewed, with a note; the first verdict stands",
+        "operate",
+        models.Review,
+        resolve_review,
+        body=models.ReviewResolution,
+        errors=(404, 409),
         writes=True,
     ),
     RouteSpec(
