@@ -21,6 +21,7 @@ GET_ROUTES = [
     "/admin/sources",
     "/admin/sources?reconcile=1",
     "/admin/rejected",
+    "/admin/destinations",
 ]
 POST_ROUTES = [
     "/admin/logout",

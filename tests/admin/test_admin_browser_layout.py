@@ -77,6 +77,7 @@ PAGES = {
     "rejected": ("/admin/rejected", "Rejected"),
     "reviews": ("/admin/reviews", "Reviews"),
     "reviews-all": ("/admin/reviews?all=1", "Reviews"),
+    "destinations": ("/admin/destinations", "Destinations"),
 }
 
 
@@ -120,7 +121,14 @@ async def logged_in_page(browser: Any, base: str, width: int, height: int) -> An
 
 def layout_config(sqlite_url: str) -> Any:
     routes = [{**FLAKY_ROUTE, "events": ["crm.*"]}, video_route()]
-    return make_config(sqlite_url, routes=routes, worker={"max_attempts": 1})
+    destination = {"url": "http://127.0.0.1:9/internal/crm-hooks", "max_in_flight": 2}
+    destination.update({"rate_per_second": 5, "circuit_failures": 3})
+    return make_config(
+        sqlite_url,
+        routes=routes,
+        worker={"max_attempts": 1},
+        destinations={"crm-with-a-long-destination-name": destination},
+    )
 
 
 async def test_no_page_is_wider_than_a_390_px_phone_and_the_header_stays_readable(
