@@ -35,6 +35,8 @@ from hookinbox.store.records import (
     NewDelivery,
     NewJob,
     Reservation,
+    Settlement,
+    SettleOutcome,
     iso,
 )
 from hookinbox.store.rejected import NewRejected, RejectedDelivery
@@ -99,6 +101,8 @@ __all__ = [
     "ResourceEvent",
     "ResourceOutcome",
     "ResourceView",
+    "SettleOutcome",
+    "Settlement",
     "SourceState",
     "Store",
     "StoreGaugeReadings",

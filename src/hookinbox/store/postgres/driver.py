@@ -259,8 +259,13 @@ class PostgresDriver(Driver):
         )
         return [ClaimedJob.from_row(r, token) for r in found]
 
-    async def finish_job(self, params: Mapping[str, Any]) -> bool:
-        return bool(await self.value(statements.FINISH, **params))
+    async def settle_jobs(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
+        # Keys prefixed as the statement's columns: settled values never clash with the
+        # names of the jobs table's own columns.
+        encoded = orjson.dumps([{f"s_{k}": v for k, v in params.items()} for params in batch])
+        found = await self.rows(statements.SETTLE, batch=encoded.decode())
+        settled = {r["id"] for r in found}
+        return [params["id"] in settled for params in batch]
 
     async def fail_exhausted_leases(self) -> int:
         return int(await self.value(statements.FAIL_EXHAUSTED, **LEASE_EXPIRED))
