@@ -188,7 +188,7 @@ async def test_two_receivers_and_three_workers_on_one_postgres_count_exactly(
                 [f"http://127.0.0.1:{port}/webhooks/test" for port in ports], deliveries
             )
             sent = time.monotonic()
-            await wait_for_all_jobs(conn, 2 * len(ids), timeout=120)
+            await wait_for_all_jobs(conn, 2 * len(ids), timeout=60 + DELIVERIES / 50)
             done = time.monotonic()
 
             journal = await conn.fetch(
