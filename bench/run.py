@@ -39,9 +39,9 @@ MODES = ("receive", "pipeline", "latency", "drain", "peers")
 #: Opt-in (minutes at bench size): the suite's scale-out scenario.
 EXTRA_MODES = ("scaleout",)
 STORES = ("sqlite", "pg")
-#: (full run, --quick): a full `make bench` stays around 15 minutes on 2 cores.
+#: (full run, --quick): a full `make bench` takes about 10 minutes on 2 cores (quick: 3).
 DEFAULTS: dict[str, tuple[object, object]] = {
-    "duration": (4, 2),
+    "duration": (3, 2),
     "runs": (3, 1),
     "connections": ("32,8", "32"),
     "drain_jobs": (10_000, 2_000),
