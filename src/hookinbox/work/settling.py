@@ -9,9 +9,10 @@ receiver's :class:`~hookinbox.receive.batcher.ReservationBatcher` pays one per b
 deliveries. The lease check stays per job, inside the statement.
 
 A slow handler never holds a batch back: only finished attempts are waiting here. A
-batch the store cannot commit is tried again a few times; after that every settlement of
-it fails, its leases expire and the jobs run again (the effects ledger keeps their
-effects single).
+batch the store cannot commit goes again one settlement at a time, each tried a few
+times, so one value the store refuses (a business id it cannot take) fails only its own
+job; a settlement that still fails leaves its lease to expire and the job runs again
+(the effects ledger keeps its effects single).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from hookinbox.store import Settlement, Store
 
 log = get_logger("hookinbox.worker")
 
-#: Pauses between tries of a batch the store could not commit (about 3.6 s in all: well
-#: inside any lease, so a job is not claimed again while its settlement is retried).
+#: Pauses before each further try of a settlement whose batch the store could not commit
+#: (about 3.6 s in all: well inside any lease, so a job is not claimed again meanwhile).
 _RETRY_DELAYS = (0.1, 0.5, 1.0, 2.0)
 
 
@@ -78,25 +79,34 @@ class SettleBatcher:
 
     async def _flush(self, batch: list[tuple[Settlement, asyncio.Future[bool]]]) -> None:
         settlements = [settlement for settlement, _ in batch]
+        try:
+            answers = await self._store.queue.settle_jobs(settlements)
+        except asyncio.CancelledError:
+            for _, future in batch:
+                future.cancel()
+            raise
+        except Exception as exc:
+            log.warning("settle_batch_failed", batch=len(batch), error=error_code_of(exc))
+            # Never poisoned by one row (a business id the store cannot take): each goes
+            # again alone, with its own retries.
+            await asyncio.gather(*(self._flush_alone(entry) for entry in batch))
+            return
+        for (_, future), ours in zip(batch, answers, strict=True):
+            if not future.done():
+                future.set_result(ours)
+
+    async def _flush_alone(self, entry: tuple[Settlement, asyncio.Future[bool]]) -> None:
+        settlement, future = entry
         failure: Exception | None = None
-        for delay in (*_RETRY_DELAYS, None):
+        for delay in _RETRY_DELAYS:
+            await asyncio.sleep(delay)
             try:
-                answers = await self._store.queue.settle_jobs(settlements)
-            except asyncio.CancelledError:
-                for _, future in batch:
-                    future.cancel()
-                raise
+                (ours,) = await self._store.queue.settle_jobs([settlement])
             except Exception as exc:
                 failure = exc
-                log.warning("settle_batch_failed", batch=len(batch), error=error_code_of(exc))
-                if delay is None:
-                    break
-                await asyncio.sleep(delay)
                 continue
-            for (_, future), ours in zip(batch, answers, strict=True):
-                if not future.done():
-                    future.set_result(ours)
-            return
-        for _, future in batch:
             if not future.done():
-                future.set_exception(failure or RuntimeError("settle failed"))
+                future.set_result(ours)
+            return
+        if not future.done():
+            future.set_exception(failure or RuntimeError("settle failed"))

@@ -280,7 +280,10 @@ class PostgresDriver(Driver):
     async def settle_jobs(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
         # Keys prefixed as the statement's columns: settled values never clash with the
         # names of the jobs table's own columns.
-        encoded = orjson.dumps([{f"s_{k}": v for k, v in params.items()} for params in batch])
+        try:
+            encoded = orjson.dumps([{f"s_{k}": v for k, v in p.items()} for p in batch])
+        except orjson.JSONEncodeError as exc:  # a value JSON cannot carry (a lone surrogate)
+            raise StoreError(f"PostgreSQL cannot store a value: {type(exc).__name__}") from exc
         found = await self.rows(statements.SETTLE, batch=encoded.decode())
         settled = {r["id"] for r in found}
         return [params["id"] in settled for params in batch]
