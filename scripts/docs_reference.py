@@ -4,6 +4,8 @@
   models in ``hookinbox.config`` (type, default, bounds, and the ``#:`` comment or
   docstring that documents each field in the source);
 - ``reference/cli.md``: every command of ``hookinbox``, from the click commands' help;
+- ``reference/operator-api.md``: every route of the JSON API under ``/api/v1``, from the
+  OpenAPI document the server itself serves (``hookinbox.api.openapi_document``);
 - ``changelog.md``: CHANGELOG.md at the repository root.
 
 mkdocs runs this as a hook (``hooks:`` in mkdocs.yml): the pages are added to the site's
@@ -28,8 +30,10 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from hookinbox.api import ROUTES, openapi_document
 from hookinbox.cli.main import main as cli_main
 from hookinbox.config import Config
+from hookinbox.config.destinations import DestinationConfig
 from hookinbox.config.filters import Condition
 from hookinbox.config.model import Route, Server, Source, Worker
 from hookinbox.config.notify import NotifierConfig
@@ -79,6 +83,11 @@ TABLES: list[tuple[str, type[BaseModel], str]] = [
     ("[rejected]", RejectedSettings, "Refused deliveries kept for a retry."),
     ("[notify.NAME]", NotifierConfig, "Where notices of dead letters, pauses, refusals go."),
     ("[otel]", OtelSettings, "OpenTelemetry traces (the extra `hookinbox[otel]`)."),
+    (
+        "[destinations.NAME]",
+        DestinationConfig,
+        "A forward destination: its rate, forwards in flight and circuit breaker.",
+    ),
 ]
 
 
@@ -232,6 +241,52 @@ def cli_page() -> str:
     return "\n".join(lines)
 
 
+def _schema_text(schema: dict[str, Any]) -> str:
+    """A parameter's type in a few words: its type or enum, and its bounds."""
+    if "enum" in schema:
+        return " \\| ".join(f"`{v}`" for v in schema["enum"])
+    text = str(schema.get("type", "any"))
+    for key, word in (("minimum", "≥"), ("maximum", "≤"), ("maxLength", "length ≤")):
+        if key in schema:
+            text += f", {word} {schema[key]}"
+    return text
+
+
+def operator_api_page() -> str:
+    document = openapi_document(ROUTES)
+    schemas = document["components"]["schemas"]
+    lines = [
+        "# Operator API reference",
+        "",
+        "Generated from the OpenAPI document the server serves at `/api/v1/openapi.json`",
+        "(the same route specs validate every request). How to turn the API on, tokens,",
+        "scopes and examples: [the JSON API](../operations/api.md).",
+        "",
+    ]
+    for path, methods in document["paths"].items():
+        for method, op in methods.items():
+            lines += [f"## `{method.upper()} {path}`", "", op["summary"] + ".", ""]
+            lines += [op["description"], ""]
+            params = op["parameters"]
+            if params:
+                lines += ["| parameter | in | type | what |", "|---|---|---|---|"]
+                for param in params:
+                    lines.append(
+                        f"| `{param['name']}` | {param['in']} | {_schema_text(param['schema'])}"
+                        f" | {cell(param.get('description', ''))} |"
+                    )
+                lines.append("")
+            body = op.get("requestBody")
+            if body:
+                ref = body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+                props = schemas[ref].get("properties", {})
+                lines += ["JSON body fields: " + ", ".join(f"`{k}`" for k in props) + ".", ""]
+            answer = op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+            errors = ", ".join(code for code in op["responses"] if code != "200")
+            lines += [f"Answers `{answer.rsplit('/', 1)[1]}`; errors {errors}.", ""]
+    return "\n".join(lines)
+
+
 def changelog_page() -> str:
     return (REPO / "CHANGELOG.md").read_text()
 
@@ -240,6 +295,7 @@ def pages() -> dict[str, str]:
     return {
         "reference/configuration.md": configuration_page(),
         "reference/cli.md": cli_page(),
+        "reference/operator-api.md": operator_api_page(),
         "changelog.md": changelog_page(),
     }
 

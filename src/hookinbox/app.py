@@ -21,6 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from hookinbox.admin.views import admin_routes
+from hookinbox.api import api_routes
 from hookinbox.config import Config
 from hookinbox.errors import HookinboxError
 from hookinbox.http.health import healthz, readyz_endpoint
@@ -77,7 +78,7 @@ class Inbox:
         )
         #: The trace layers and reconcile checks operators see (admin, CLI, API).
         self.views = views or standard_operator_views()
-        self.store_gauges = StoreGauges(config.sources)
+        self.store_gauges = StoreGauges(config.sources, destinations=config.destinations)
         #: Paused sources, re-read from the store in the background (answers 503 meanwhile).
         self.paused = PausedSources(self.store, config.operations.pause_refresh_seconds)
         #: OpenTelemetry spans, or a no-op (``[otel]``): one for the receiver and workers.
@@ -113,6 +114,7 @@ class Inbox:
                     methods=["GET"],
                 ),
                 *admin_routes(config, self.store, self.metrics, self.views),
+                *api_routes(config, self.store, self.views),
             ],
             lifespan=self.lifespan,
         )

@@ -51,6 +51,18 @@ class JobCode(StrEnum):
     HTTP_ERROR = "http_error"
     #: A handler raised :class:`~hookinbox.work.actions.ActionError` without its own code.
     ACTION_FAILED = "action_failed"
+    #: The forward's target answered 410 Gone: it will never take this event.
+    GONE = "gone"
+    #: The destination's rate (``rate_per_second``) is used up: held, no attempt spent.
+    DESTINATION_RATE = "destination_rate"
+    #: The destination has ``max_in_flight`` forwards under way: held, no attempt spent.
+    DESTINATION_BUSY = "destination_busy"
+    #: The destination's circuit is open: held until its cool-down, no attempt spent.
+    CIRCUIT_OPEN = "circuit_open"
+
+
+#: Answers a target may send with ``Retry-After`` to put a job off (not a failure).
+DEFERRING_STATUSES = frozenset({429, 503})
 
 
 def http_status_code(status: int) -> str:

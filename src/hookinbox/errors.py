@@ -23,12 +23,17 @@ The tree::
     ├── SourcePaused                 source_paused      HTTP 503
     ├── StoreError                   store_error        HTTP 503, exit 3
     │   ├── StoreUnavailable         store_unavailable  HTTP 503, exit 3
+    │   ├── StoreNotFound            store_not_found    HTTP 503, exit 3
     │   └── StoreRejectedRow         store_rejected_row HTTP 400, exit 3
     ├── NotFound                     not_found          HTTP 404, exit 4
     ├── OperationRefused             refused            HTTP 409, exit 5
     │   └── PayloadPurged            payload_purged     HTTP 409, exit 5
     ├── InvalidArgument              invalid_argument   HTTP 400, exit 2
+    ├── AmbiguousId                  ambiguous_id       HTTP 409, exit 2
+    ├── Unauthenticated              unauthenticated    HTTP 401
+    ├── Forbidden                    forbidden          HTTP 403
     └── ActionError                  (its own code)     a failed attempt of a job
+        └── TargetAnswered           http_<status>      a forward's non-2xx answer
 
 The HTTP layer (``hookinbox.http``) is the only place that maps these to statuses and the
 CLI the only place that maps them to exit codes; both read the attributes below. A
@@ -188,6 +193,17 @@ class StoreUnavailable(StoreError):
     exit_code = 3
 
 
+class StoreNotFound(StoreError):
+    """There is no hookinbox store at the configured URL (no such SQLite file or
+    PostgreSQL database, or one without hookinbox's schema). Operator commands never
+    create one: a typo in a cron job's URL must fail, not report an empty store as clean.
+    ``serve``, ``worker`` and ``migrate`` create and migrate it."""
+
+    code = "store_not_found"
+    http_status = 503
+    exit_code = 3
+
+
 class StoreRejectedRow(StoreError):
     """The store refused a value of this delivery (the rest of its batch was kept)."""
 
@@ -227,15 +243,66 @@ class InvalidArgument(HookinboxError):
     exit_code = 2
 
 
+class AmbiguousId(HookinboxError):
+    """The event id exists in several sources; name the source."""
+
+    code = "ambiguous_id"
+    http_status = 409
+    exit_code = 2
+
+    def __init__(self, message: str | None = None, *, sources: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        #: The sources that hold the id (names from the config, safe to show).
+        self.sources = sources
+
+
+class Unauthenticated(HookinboxError):
+    """A valid bearer token is required."""
+
+    code = "unauthenticated"
+    http_status = 401
+
+
+class Forbidden(HookinboxError):
+    """The token does not carry the scope this request needs."""
+
+    code = "forbidden"
+    http_status = 403
+
+
 class ActionError(HookinboxError):
     """The action failed; the job will be retried or dead-lettered with this code.
 
     Raise it from a handler with a short code of your own (``crm_unavailable``): the
     code is what the journal, the dead-letter list and the metrics show. The message is
-    never logged (it may quote a payload)."""
+    never logged (it may quote a payload).
+
+    ``not_started=True`` says the effect certainly did not begin (the request never
+    reached the other side: a refused connection, a name that does not resolve), so the
+    effects ledger releases the key this attempt started instead of leaving it
+    "started and never recorded" for reconcile to report."""
 
     code = "action_failed"
 
-    def __init__(self, code: str, message: str | None = None) -> None:
+    def __init__(self, code: str, message: str | None = None, *, not_started: bool = False) -> None:
         super().__init__(message or code)
         self.code = code
+        self.not_started = not_started
+
+
+class TargetAnswered(ActionError):
+    """A forward's (or a send's) target answered with a non-2xx status.
+
+    It carries what the worker decides by (the status and the ``Retry-After`` wait) and
+    what an operator reads in the attempt history: a short, cleaned snippet of the
+    target's own answer, never the payload that was sent."""
+
+    def __init__(
+        self, status: int, *, retry_after_seconds: float | None = None, snippet: str = ""
+    ) -> None:
+        super().__init__(f"http_{status}")
+        self.status = status
+        #: The wait the target asked for (``Retry-After``: seconds or an HTTP date).
+        self.retry_after_seconds = retry_after_seconds
+        #: At most :data:`hookinbox.outbound.SNIPPET_BYTES` of the answer's body.
+        self.snippet = snippet

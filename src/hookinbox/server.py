@@ -24,6 +24,11 @@ that fill it stay. Measured figures and the alternatives weighed are in docs/ser
   arriving) and has been so for at least a tick; when there is none (every connection is
   busy with a request, or all just arrived), the new one is answered 503.
 
+A 408 is followed by a **lingering close** (as nginx does): the answer and a FIN are
+sent, and whatever the client still sends is read and dropped for at most
+``LINGER_SECONDS`` and ``LINGER_BYTES``, so that its kernel does not answer the unread
+bytes with a reset that destroys the answer before the client reads it.
+
 Deadlines are not timers per request: each connection notes when its current phase
 expires (one float), and one sweep per server, every ``tick`` seconds while connections
 exist, closes the expired ones. The fast path pays two attribute stores per request.
@@ -59,6 +64,10 @@ log = get_logger("hookinbox.server")
 #: store (SQLite file, WAL and shm; or the PostgreSQL pool), the workers' HTTP client pool,
 #: log files, the event loop's own descriptors.
 RESERVED_FILES = 256
+#: Longest a connection answered 408/431 is kept half-closed, dropping what it still sends.
+LINGER_SECONDS = 1.0
+#: Most bytes dropped while lingering; a client that sends more is reset.
+LINGER_BYTES = 1 << 20
 
 # A connection's phase: where its parser is, which decides its deadline.
 _FRESH = 0  # connected, not a byte yet: head deadline, closed silently
@@ -67,10 +76,11 @@ _BODY = 2  # head complete, body arriving: body deadline, 408
 _QUEUED = 3  # pipelined behind a request still being answered: no deadline (not read)
 _BUSY = 4  # request complete, answer pending: no deadline (the app's time, not the client's)
 _IDLE = 5  # answered, waiting for the next request: keep-alive deadline, closed silently
+_LINGER = 6  # answered 408 and half-closed: what still arrives is read and dropped
 #: Phases in which bytes received belong to a head not yet complete.
 _HEAD_BYTES_COUNTED = frozenset({_FRESH, _HEAD, _BUSY, _IDLE})
 #: Phases a new connection may take the place of, at the cap.
-_EVICTABLE = frozenset({_FRESH, _HEAD, _IDLE})
+_EVICTABLE = frozenset({_FRESH, _HEAD, _IDLE, _LINGER})
 
 
 @dataclass(frozen=True)
@@ -169,6 +179,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._phase = _FRESH
         self._phase_since = 0.0
         self._head_bytes = 0
+        self._linger_bytes = 0
         sweeper = _sweepers.get(server_state)
         if sweeper is None:
             sweeper = _sweepers[server_state] = _Sweeper(self.loop, server_state, self.limits.tick)
@@ -204,11 +215,19 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                 oldest = other
         if oldest is None:
             return False
+        if oldest._phase == _LINGER:  # already answered and counted
+            oldest.transport.abort()
+            return True
         oldest._cut("evicted_at_capacity", 408 if oldest._phase == _HEAD else None)
         oldest._close_with(_TIMEOUT if oldest._phase == _HEAD else b"")
         return True
 
     def data_received(self, data: bytes) -> None:
+        if self._phase == _LINGER:  # answered and half-closed: dropped, up to a bound
+            self._linger_bytes -= len(data)
+            if self._linger_bytes < 0:
+                self.transport.abort()
+            return
         if self._phase in _HEAD_BYTES_COUNTED:
             room = self.limits.max_header_bytes - self._head_bytes
             if len(data) > room:
@@ -221,7 +240,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                     return
                 if self._phase in _HEAD_BYTES_COUNTED:
                     self._cut("header_too_large", 431)
-                    self._close_with(_TOO_LARGE)
+                    self._close_with(_TOO_LARGE)  # a flood is not lingered over
                     return
             else:
                 self._head_bytes += len(data)
@@ -276,11 +295,14 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     # -- closing --------------------------------------------------------------------
     def expire(self) -> None:
         """The current phase's deadline has passed."""
+        if self._phase == _LINGER:
+            self.transport.abort()  # lingered long enough
+            return
         if self.transport.is_closing():
             return
         if self._phase in (_HEAD, _BODY):
             self._cut("header_timeout" if self._phase == _HEAD else "body_timeout", 408)
-            self._close_with(_TIMEOUT)
+            self._answer_and_linger(_TIMEOUT)
         elif self._phase == _FRESH:
             self._cut("no_request", None)
             self._close_with(b"")
@@ -301,6 +323,27 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if self._phase == _BODY:  # the cycle is the current request's
             return not cycle.response_started
         return cycle.response_complete  # the cycle is the previous request's
+
+    def _answer_and_linger(self, answer: bytes) -> None:
+        """Write ``answer``, half-close, and drop what the client still sends for at most
+        ``LINGER_SECONDS`` and ``LINGER_BYTES`` (then it is reset; its EOF closes it
+        sooner)."""
+        transport = self.transport
+        if not (self._may_answer() and transport.can_write_eof()):
+            self._close_with(answer)
+            return
+        transport.write(answer)
+        transport.write_eof()
+        self._phase = _LINGER
+        self._linger_bytes = LINGER_BYTES
+        self.deadline = self.loop.time() + LINGER_SECONDS
+        self.flow.resume_reading()
+
+    def eof_received(self) -> None:
+        if self._phase == _LINGER:
+            self.transport.close()
+            return
+        _base.eof_received(self)
 
     def _close_with(self, answer: bytes) -> None:
         """Write ``answer`` (unless a response has started) and close. A peer that does

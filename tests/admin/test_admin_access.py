@@ -17,9 +17,11 @@ GET_ROUTES = [
     "/admin/deliveries?ref=evt_1&status=failed",
     "/admin/deliveries/dlv_X",
     "/admin/dead-letters",
+    "/admin/dead-letters/confirm?job_id=dlv_X:crm",
     "/admin/sources",
     "/admin/sources?reconcile=1",
     "/admin/rejected",
+    "/admin/destinations",
 ]
 POST_ROUTES = [
     "/admin/logout",
@@ -114,9 +116,17 @@ async def test_viewing_a_payload_is_an_explicit_post_and_is_audited(sqlite_url: 
         shown = await client.post(
             f"{inbox.base_url}/admin/deliveries/{found.id}/payload", data={"csrf": csrf}
         )
-        assert shown.status_code == 200 and "PAYLOAD-MARKER" in shown.text
+        assert shown.status_code == 303 and "PAYLOAD-MARKER" not in shown.text
+        for _ in range(2):  # the page it leads to, and a reload of it
+            page = await client.get(inbox.base_url + shown.headers["location"])
+            assert page.status_code == 200 and "PAYLOAD-MARKER" in page.text
         audit = await inbox.store.audit.list_operator_actions(delivery_id=found.id)
         assert [(a.command, a.actor) for a in audit] == [("view-payload", "admin:tester")]
+        # The grant in that address is this session's and this delivery's only.
+        location = shown.headers["location"]
+        async with httpx.AsyncClient() as other:
+            await login(other, inbox.base_url)
+            assert "PAYLOAD-MARKER" not in (await other.get(inbox.base_url + location)).text
 
         async def failed() -> bool:
             d = await inbox.store.journal.get_delivery(found.id)

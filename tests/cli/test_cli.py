@@ -101,6 +101,69 @@ def test_an_unreachable_database_is_one_line_and_exit_3(tmp_path: Path) -> None:
     assert result.stderr.startswith("hookinbox: store_unavailable")
 
 
+#: Every operator command that opens the store (not serve, worker, migrate).
+OPERATOR_COMMANDS = [
+    ("reconcile",),
+    ("dlq", "list"),
+    ("dlq", "retry", "--all", "--limit", "5"),
+    ("deliveries", "list"),
+    ("deliveries", "show", "evt_1"),
+    ("sources", "list"),
+    ("sources", "pause", "test"),
+    ("purge", "--dry-run"),
+    ("trace", "evt_1"),
+    ("replay", "dlv_1"),
+    ("rejected", "list"),
+    ("outbox", "list"),
+    ("resources", "list"),
+]
+
+
+def test_an_operator_command_on_a_mistyped_sqlite_path_fails_and_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    """A cron ``reconcile`` pointed at a typo must fail, never report a new empty store."""
+    missing = tmp_path / "typo" / "hookinbox.db"
+    config = write_config(tmp_path / "c.toml", f"sqlite:///{missing}", routes=ROUTES)
+    for command in OPERATOR_COMMANDS:
+        result = hookinbox(*command, "--config", str(config))
+        assert result.returncode == 3, (command, result.stdout, result.stderr)
+        assert result.stdout == "", command
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith("hookinbox: store_not_found: "), (command, line)
+        assert not (tmp_path / "typo").exists(), command
+    # An existing directory without the file: still nothing made.
+    (tmp_path / "typo").mkdir()
+    result = hookinbox("reconcile", "--config", str(config))
+    assert (result.returncode, missing.exists()) == (3, False)
+
+
+def test_an_operator_command_on_a_store_never_migrated_fails_until_migrate(
+    db_url: str, tmp_path: Path
+) -> None:
+    """An empty PostgreSQL schema, an empty SQLite file: no hookinbox store in either."""
+    if db_url.startswith("sqlite:"):
+        Path(db_url.removeprefix("sqlite://")).touch()
+    config = write_config(tmp_path / "c.toml", db_url, routes=ROUTES)
+    refused = hookinbox("dlq", "list", "--config", str(config))
+    assert refused.returncode == 3
+    assert refused.stderr.startswith("hookinbox: store_not_found: "), refused.stderr
+    assert hookinbox("migrate", "--config", str(config)).returncode == 0
+    listed = hookinbox("dlq", "list", "--config", str(config))
+    assert listed.returncode == 0, listed.stderr
+
+
+def test_a_postgresql_database_that_does_not_exist_is_store_not_found(tmp_path: Path) -> None:
+    from tests.support.database import PG_URL, require_pg
+
+    require_pg()
+    url = PG_URL.rsplit("/", 1)[0] + "/hookinbox_no_such_database"
+    config = write_config(tmp_path / "c.toml", url, routes=ROUTES)
+    result = hookinbox("reconcile", "--config", str(config))
+    assert result.returncode == 3
+    assert result.stderr.startswith("hookinbox: store_not_found: "), result.stderr
+
+
 def test_migrate_applies_once(db_url: str, tmp_path: Path) -> None:
     config = write_config(tmp_path / "c.toml", db_url, routes=ROUTES)
     first = hookinbox("migrate", "--config", str(config))
@@ -186,6 +249,7 @@ def test_send_shows_a_duplicate_ignored_and_a_tampered_body_refused_then_the_jou
 
 def test_an_unknown_id_is_one_line_and_exit_4(db_url: str, tmp_path: Path) -> None:
     config = write_config(tmp_path / "c.toml", db_url, routes=ROUTES)
+    assert hookinbox("migrate", "--config", str(config)).returncode == 0
     result = hookinbox("deliveries", "show", "evt_nope", "--config", str(config))
     assert result.returncode == 4
     assert (

@@ -105,12 +105,15 @@ async def test_a_flood_of_forgeries_writes_a_bounded_number_of_rows(
         rejected={"per_minute": 5, "max_rows_per_source": 3, "max_body_bytes": 64},
     )
     async with running_inbox(config) as inbox:
+        started = time.monotonic()
         for n in range(60):
             body, headers = delivery(
                 f"evt_forged_{n}", secret=WRONG_SECRET, pad="x" * (n % 2) * 100
             )
             answer = await client.post(inbox.url(), content=body, headers=headers)
             assert answer.status_code == 400
+        # The bucket refills 5 a minute: one more token per 12 s the flood took.
+        refilled = int((time.monotonic() - started) / 12)
         await inbox.inbox.receiver.rejected.drain()
         kept = await inbox.store.rejected.list_rejected()
         assert len(kept) == 3
@@ -120,8 +123,9 @@ async def test_a_flood_of_forgeries_writes_a_bounded_number_of_rows(
         for line in exposition.splitlines()
         if line.startswith("hookinbox_rejected_deliveries_total{")
     }
-    assert counted["rate_limited"] == 55
-    assert counted.get("kept", 0) + counted.get("kept_without_body", 0) == 5
+    written = counted.get("kept", 0) + counted.get("kept_without_body", 0)
+    assert 5 <= written <= 5 + refilled
+    assert counted["rate_limited"] == 60 - written
     assert counted["kept_without_body"] >= 2  # the padded bodies are over 64 bytes
 
 

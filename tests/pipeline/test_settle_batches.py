@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from hookinbox.errors import HookinboxError
-from hookinbox.store import Settlement, Store
+from hookinbox.store import AttemptDetail, Settlement, Store
 from hookinbox.work.settling import SettleBatcher
 from tests.store.test_contract import new_delivery
 
@@ -37,3 +37,28 @@ async def test_a_lost_lease_in_a_batch_is_answered_false_for_that_job_alone(stor
         batcher.settle(Settlement(stolen.id, "another-token", "completed")),
     )
     assert answers == [True, False]
+
+
+async def test_settlements_of_a_refused_batch_keep_their_detail_when_they_go_again_alone(
+    store: Store,
+) -> None:
+    await store.journal.reserve_deliveries([new_delivery(f"e{i}") for i in range(2)])
+    good, bad = await store.queue.claim_due_jobs("w", 2, 30)
+    batcher = SettleBatcher(store)
+    detail = AttemptDetail("example.test/hook", 503, "busy", 25)
+    answers = await asyncio.gather(
+        batcher.settle(
+            Settlement(good.id, good.lease_token, "retry", "http_503", 30, detail=detail)
+        ),
+        batcher.settle(Settlement(bad.id, bad.lease_token, "completed", business_id="x\ud800")),
+        return_exceptions=True,
+    )
+    assert answers[0] is True and isinstance(answers[1], HookinboxError)
+    (attempt,) = await store.queue.list_attempts(good.id)
+    assert (attempt.outcome, attempt.target, attempt.http_status) == (
+        "retry",
+        "example.test/hook",
+        503,
+    )
+    assert (attempt.response_snippet, attempt.duration_ms) == ("busy", 25)
+    assert attempt.next_attempt_at is not None

@@ -29,6 +29,8 @@ def hookinbox(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_resources_create_attach_show_list(db_url: str, tmp_path: Path) -> None:
     config = tmp_path / "hookinbox.toml"
     config.write_text(f'database = "{db_url}"\n')
+    # Operator commands open only an existing store (issue 12): make it first.
+    assert hookinbox(config, "migrate").returncode == 0
     made = hookinbox(
         config, "resources", "create", "video", "--tenant", "acme", "--owner", "u1", "--json"
     )

@@ -34,6 +34,11 @@ def test_the_shipped_video_machine() -> None:
     assert VIDEO.judge("ready", "processing") == "from_terminal"  # the late callback
     assert VIDEO.judge("ready", "failed") == "from_terminal"
     assert VIDEO.judge("ready", "ready") == "same_state"
+    # Providers announce video.queued before rendering (issue 12): a state of its own.
+    assert VIDEO.events["video.queued"] == "queued"
+    assert VIDEO.judge("submitted", "queued") is None
+    assert VIDEO.judge("queued", "processing") is None
+    assert VIDEO.judge("processing", "queued") is not None  # a late queued: for review
     assert VIDEO.judge("processing", "submitted") == "not_allowed"
     assert VIDEO.judge("submitted", "exploded") == "unknown_target"
     assert VIDEO.notify == {"ready": "video-ready", "failed": "video-failed"}
@@ -116,7 +121,9 @@ def test_a_route_must_name_a_known_machine_and_states() -> None:
         config_from_mapping(_config(route=video_route(kind="audio")))
     with pytest.raises(ConfigError, match=r"resource\.targets\.video\.done: unknown state 'done'"):
         config_from_mapping(_config(route=video_route(targets={"video.done": "done"})))
-    with pytest.raises(ConfigError, match=r"exactly one of 'handler', 'forward' or 'resource'"):
+    with pytest.raises(
+        ConfigError, match=r"exactly one of 'handler', 'forward', 'destination' or 'resource'"
+    ):
         config_from_mapping(_config(route={**video_route(), "handler": "x.y:z"}))
     with pytest.raises(ConfigError, match=r"resource\.ref: .* is not a JSON pointer"):
         config_from_mapping(_config(route=video_route(ref="data.task_id")))

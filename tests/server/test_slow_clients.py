@@ -104,6 +104,35 @@ async def test_a_body_trickling_is_closed_after_its_deadline_and_nothing_is_stor
     assert stored is None
 
 
+async def test_a_client_still_sending_after_its_408_reads_the_408_not_a_reset(
+    sqlite_url: str,
+) -> None:
+    """A sender that keeps writing its body after the deadline must still see why it was
+    cut: the server half-closes and drops what arrives (a lingering close) instead of
+    closing at once, which would answer the unread bytes with a reset (the client's
+    next write fails with a broken pipe and the 408 is never read)."""
+
+    async def late_writer(port: int) -> bytes:
+        reader, writer = await asyncio.open_connection(HOST, port)
+        writer.write(HEAD + b"Content-Length: 1000000\r\n\r\n{")
+        await asyncio.sleep(LIMITS.body_timeout + LIMITS.tick + 0.3)
+        for _ in range(20):
+            writer.write(b"x" * 20_000)
+            await asyncio.sleep(0.01)
+        try:
+            async with asyncio.timeout(5):
+                return await reader.read()
+        finally:
+            writer.close()
+
+    async with bounded_inbox(make_config(sqlite_url)) as server:
+        answers = await asyncio.gather(*(late_writer(server.port) for _ in range(5)))
+        await asyncio.sleep(1.5)  # the linger ends: nothing is left open
+        left_open = server.open_connections()
+    assert [status_of(a) for a in answers] == [408] * 5
+    assert left_open == 0
+
+
 async def test_a_connection_that_sends_nothing_is_closed_without_an_answer(
     sqlite_url: str,
 ) -> None:

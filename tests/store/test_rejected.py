@@ -3,6 +3,7 @@ and in bytes, the retry mark, the purge."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 
@@ -44,6 +45,21 @@ async def test_repeats_of_one_body_are_one_row_with_the_latest_headers(store: St
     )
     got = await store.rejected.get_rejected(row.id)
     assert got is not None and got.body == b"{}" and got.body_kept
+
+
+async def test_concurrent_refusals_of_one_source_keep_the_ring_bound(store: Store) -> None:
+    """Refusals arrive concurrently (each write runs after its 400): on PostgreSQL the
+    writes run on separate connections, and none may leave the ring over its bound."""
+    for _ in range(5):
+        await asyncio.gather(
+            *(
+                store.rejected.keep_rejected(
+                    refused("gh", f'{{"n": {n}}}'.encode()), max_rows=3, max_bytes=BIG
+                )
+                for n in range(12)
+            )
+        )
+    assert len(await store.rejected.list_rejected(source="gh")) == 3
 
 
 async def test_each_source_is_a_ring_bounded_in_rows(store: Store) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from hookinbox.store import Settlement, Store
+from hookinbox.store import AttemptDetail, Settlement, Store
 from tests.store.test_contract import new_delivery
 
 
@@ -63,3 +63,50 @@ async def test_a_job_whose_lease_lapsed_on_its_last_attempt_is_not_claimed_again
         await asyncio.sleep(1.1)
     assert await store.queue.claim_due_jobs("w", 1, 30) == []
     assert await store.queue.fail_exhausted_leases() == 1
+
+
+async def test_a_settle_batch_keeps_each_attempts_detail_and_when_a_waiting_job_is_due(
+    store: Store,
+) -> None:
+    """What one settle keeps of an attempt (issue 12), a batch keeps for each of its jobs."""
+    await store.journal.reserve_deliveries([new_delivery(f"e{i}") for i in range(4)])
+    done, retried, deferred, dead = await store.queue.claim_due_jobs("w", 4, 30)
+    answered = AttemptDetail("example.test/hook", 200, '{"id": "x-1"}', 12)
+    busy = AttemptDetail("example.test/hook", 503, "busy", 40)
+    held = AttemptDetail("example.test/hook", 429, "slow down", 7)
+    gone = AttemptDetail("example.test/hook", 410, None, 3)
+    answers = await store.queue.settle_jobs(
+        [
+            Settlement(done.id, done.lease_token, "completed", business_id="b-1", detail=answered),
+            Settlement(retried.id, retried.lease_token, "retry", "http_503", 60, detail=busy),
+            Settlement(deferred.id, deferred.lease_token, "deferred", "http_429", 30, detail=held),
+            Settlement(dead.id, dead.lease_token, "failed", "gone", detail=gone),
+        ]
+    )
+    assert answers == [True, True, True, True]
+    kept = {job.id: (await store.queue.list_attempts(job.id))[-1] for job in (done, retried)}
+    kept |= {job.id: (await store.queue.list_attempts(job.id))[-1] for job in (deferred, dead)}
+    for job, detail in ((done, answered), (retried, busy), (deferred, held), (dead, gone)):
+        attempt = kept[job.id]
+        assert (attempt.target, attempt.http_status, attempt.response_snippet) == (
+            detail.target,
+            detail.http_status,
+            detail.snippet,
+        )
+        assert attempt.duration_ms == detail.duration_ms
+    assert kept[done.id].next_attempt_at is None and kept[dead.id].next_attempt_at is None
+    for job, delay in ((retried, 60), (deferred, 30)):
+        attempt = kept[job.id]
+        assert attempt.ended_at is not None and attempt.next_attempt_at is not None
+        waited = (attempt.next_attempt_at - attempt.ended_at).total_seconds()
+        assert delay - 1 < waited < delay + 1
+    assert (kept[deferred.id].outcome, kept[dead.id].outcome) == ("deferred", "failed")
+
+
+async def test_a_settlement_without_detail_leaves_the_detail_columns_empty(store: Store) -> None:
+    await store.journal.reserve_deliveries([new_delivery("e1")])
+    (job,) = await store.queue.claim_due_jobs("w", 1, 30)
+    assert await store.queue.settle_jobs([Settlement(job.id, job.lease_token, "retry", "x", 5)])
+    (attempt,) = await store.queue.list_attempts(job.id)
+    assert (attempt.target, attempt.http_status, attempt.response_snippet) == (None, None, None)
+    assert attempt.duration_ms is None and attempt.next_attempt_at is not None

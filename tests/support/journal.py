@@ -21,10 +21,14 @@ async def add_delivery(
     source: str = "test",
     event_type: str = "crm.lead.created",
     max_attempts: int = 3,
+    data: object = None,
+    body: bytes | None = None,
 ) -> str:
-    """A reserved delivery with one accepted job per action; returns the delivery id."""
+    """A reserved delivery with one accepted job per action; returns the delivery id.
+    ``data`` is the JSON body's ``data`` member; ``body`` replaces the whole body."""
     delivery_id = new_delivery_id()
-    body = json.dumps({"id": event_id, "type": event_type, "data": {}}).encode()
+    if body is None:
+        body = json.dumps({"id": event_id, "type": event_type, "data": data or {}}).encode()
     (answer,) = await store.journal.reserve_deliveries(
         [
             NewDelivery(

@@ -1,5 +1,6 @@
 """An internal service that a forward route POSTs to: it records every request whole and
-answers with the statuses it is told to (then 200), optionally slowly."""
+answers with the statuses it is told to (then 200), optionally slowly. A status may come
+with headers and a body of its own: ``(429, {"retry-after": "1"}, b"slow down")``."""
 
 from __future__ import annotations
 
@@ -9,11 +10,20 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+#: One answer: a status, or a status with its headers and body.
+Answer = int | tuple[int, dict[str, str], bytes]
+
 
 class RecordingTarget:
-    def __init__(self, statuses: list[int] | None = None, delay: float = 0.0) -> None:
+    def __init__(self, statuses: list[Answer] | None = None, delay: float = 0.0) -> None:
         self.requests: list[dict[str, Any]] = []
-        self.statuses = list(statuses or [])
+        #: When each request arrived (time.monotonic()).
+        self.arrivals: list[float] = []
+        #: Requests being answered right now, and the most at once.
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._count = threading.Lock()
+        self.statuses: list[Answer] = list(statuses or [])
         self.delay = delay
         owner = self
 
@@ -23,6 +33,10 @@ class RecordingTarget:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                with owner._count:
+                    owner.in_flight += 1
+                    owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
+                owner.arrivals.append(time.monotonic())
                 owner.requests.append(
                     {
                         "path": self.path,
@@ -32,11 +46,18 @@ class RecordingTarget:
                 )
                 if owner.delay:
                     time.sleep(owner.delay)
-                status = owner.statuses.pop(0) if owner.statuses else 200
-                answer = json.dumps({"id": f"internal-{len(owner.requests)}"}).encode()
+                # Counted out before the answer is written: once the forward has its
+                # answer, this request is no longer in flight here either.
+                with owner._count:
+                    owner.in_flight -= 1
+                given = owner.statuses.pop(0) if owner.statuses else 200
+                status, headers, answer = given if isinstance(given, tuple) else (given, {}, b"")
+                answer = answer or json.dumps({"id": f"internal-{len(owner.requests)}"}).encode()
                 try:
                     self.send_response(status)
                     self.send_header("content-type", "application/json")
+                    for name, value in headers.items():
+                        self.send_header(name, value)
                     self.send_header("content-length", str(len(answer)))
                     self.end_headers()
                     self.wfile.write(answer)

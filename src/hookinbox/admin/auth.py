@@ -6,14 +6,17 @@
   the same token accepts it, and changing the token ends every session. Nothing of the
   token is in the cookie.
 - ``POST /admin/logout`` revokes the session's id (:class:`Revocations`) until its
-  expiry, so a copied cookie dies with the logout, not twelve hours later. The built-in
-  :class:`MemoryRevocations` holds them in this process; across processes a shared table
-  is needed (see its docstring).
+  expiry, so a copied cookie dies with the logout, not twelve hours later. The admin
+  keeps them in the store (:class:`StoreRevocations`), so a logout holds in every
+  process and host; :class:`MemoryRevocations` is the in-process alternative.
 - Failed logins are rate-limited (:class:`LoginLimiter`): a few per client address per
   minute and a few dozen overall, then 429 with ``Retry-After`` without comparing the
   token at all.
 - Every state-changing action is a POST carrying a CSRF token derived from the session
-  (a per-session HMAC); a GET never changes anything.
+  (a per-session HMAC); a GET never changes anything. An action that ran answers 303 to
+  a GET page (post/redirect/get), with its outcome as a flash message signed for the
+  session (:meth:`Sessions.sign`), so a reload never repeats it and nobody can craft a
+  link that shows a false one.
 - Every response carries a strict Content-Security-Policy (scripts only with the page's
   nonce), no framing, no referrer, no caching.
 """
@@ -28,9 +31,12 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from starlette.requests import Request
+
+if TYPE_CHECKING:
+    from hookinbox.store.admin_sessions import AdminSessions
 
 ADMIN_TOKEN_ENV = "HOOKINBOX_ADMIN_TOKEN"
 COOKIE = "hookinbox_admin"
@@ -58,17 +64,24 @@ class Revocations(Protocol):
         ...
 
 
+class StoreRevocations:
+    """Revocations in the store's ``admin_sessions_revoked`` table: one primary-key
+    lookup per admin request, and a logout in one process holds in all of them."""
+
+    def __init__(self, sessions: AdminSessions, clock: Callable[[], float] = time.time) -> None:
+        self._sessions = sessions
+        self._clock = clock
+
+    async def revoke(self, sid: str, until: float) -> None:
+        await self._sessions.revoke(sid, until - self._clock())
+
+    async def is_revoked(self, sid: str) -> bool:
+        return await self._sessions.is_revoked(sid)
+
+
 class MemoryRevocations:
     """Revocations in this process's memory: they hold for every request this process
-    serves, and are lost on restart.
-
-    With several processes (``serve --processes N``, several hosts) a logout must reach
-    them all, which needs a shared table in the store, e.g.
-    ``admin_sessions_revoked(sid text PRIMARY KEY, until timestamptz NOT NULL)`` with
-    ``revoke`` an ``INSERT ... ON CONFLICT DO NOTHING``, ``is_revoked`` a primary-key
-    lookup, and the purge job deleting rows past ``until``. Until then, changing
-    ``HOOKINBOX_ADMIN_TOKEN`` ends every session in every process.
-    """
+    serves, and are lost on restart (for an admin on a store of its own, or tests)."""
 
     def __init__(
         self, *, max_entries: int = 10_000, clock: Callable[[], float] = time.time
@@ -201,6 +214,15 @@ class Sessions:
 
     def csrf_matches(self, sid: str, offered: str) -> bool:
         return hmac.compare_digest(offered.encode(), self.csrf(sid).encode())
+
+    def sign(self, sid: str, purpose: str, value: str) -> str:
+        """A MAC over ``value`` for this session and purpose: what an action's redirect
+        carries in its query string (a flash message, a payload grant), so that a link
+        crafted by someone else shows nothing and a copied one dies with the session."""
+        return self._mac(f"{purpose}:{sid}:{value}")
+
+    def signed(self, sid: str, purpose: str, value: str, mac: str) -> bool:
+        return hmac.compare_digest(mac.encode(), self.sign(sid, purpose, value).encode())
 
 
 def client_address(request: Request) -> str:

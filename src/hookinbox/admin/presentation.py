@@ -9,18 +9,49 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jinja2
+from markupsafe import Markup
 
 from hookinbox import ops
 from hookinbox.errors import InvalidArgument
+from hookinbox.store import AttemptView
 
 
 def format_time(value: datetime | None) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if value else ""
+    """To the millisecond, UTC: two events in the same second still read in order."""
+    if not value:
+        return ""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def relative_time(value: datetime, now: datetime) -> str:
+    """``12 s ago``, ``5 min ago``, ``3 h ago``, ``2 d ago`` (``in 5 min`` ahead)."""
+    seconds = (now - value).total_seconds()
+    ahead, seconds = seconds < 0, abs(seconds)
+    if seconds < 1:
+        return "now"
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "min"), (1, "s")):
+        if seconds >= size:
+            amount = f"{int(seconds // size)} {unit}"
+            return f"in {amount}" if ahead else f"{amount} ago"
+    return "now"  # pragma: no cover - the loop always returns
+
+
+def time_element(value: datetime | None, now: datetime) -> Markup:
+    """A time as the admin shows it: relative (``5 min ago``), the absolute UTC time to
+    the millisecond in its title (shown on hover) and its ISO form in ``datetime``."""
+    if not value:
+        return Markup("")
+    iso = value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return Markup('<time datetime="{}" title="{} UTC">{}</time>').format(
+        iso, format_time(value), relative_time(value, now)
+    )
 
 
 templates = jinja2.Environment(
@@ -29,6 +60,14 @@ templates = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
 )
 templates.filters["t"] = format_time
+
+
+@jinja2.pass_context
+def _when(context: Any, value: datetime | None) -> Markup:
+    return time_element(value, context["now"])
+
+
+templates.filters["when"] = _when
 
 
 #: Unix seconds as the admin takes them: ASCII digits, up to the year 9999.
@@ -86,6 +125,54 @@ def text_arg(value: object, what: str, *, max_length: int = MAX_TEXT) -> str | N
     return text
 
 
+#: The longest flash message a redirect carries.
+MAX_FLASH = 600
+#: The refused jobs a bulk retry's flash names one by one; the rest are counted.
+FLASH_REFUSED = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Flash:
+    """The outcome of an action, carried by its redirect to the GET page that shows it
+    (``?kind=done&flash=...``, signed for the session by the view)."""
+
+    kind: Literal["done", "problem"]
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.text}"
+
+    @classmethod
+    def of(cls, kind: Literal["done", "problem"], text: str) -> Flash:
+        """A flash that survives the round trip: control characters made spaces, cut
+        to MAX_FLASH (what :meth:`from_query` accepts back)."""
+        return cls(kind, _CONTROL.sub(" ", text)[:MAX_FLASH])
+
+    def query(self) -> dict[str, str]:
+        return {"kind": self.kind, "flash": self.text}
+
+    @classmethod
+    def from_query(cls, params: Mapping[str, str]) -> Flash | None:
+        kind, text = params.get("kind", ""), params.get("flash", "")
+        if kind not in ("done", "problem") or not text or len(text) > MAX_FLASH:
+            return None
+        if _CONTROL.search(text):
+            return None
+        return cls("done" if kind == "done" else "problem", text)
+
+
+def retry_summary(results: Sequence[tuple[str, str | None]]) -> str:
+    """One line for a bulk retry: how many were requeued, and which were refused and
+    why (the first few by job id and error code, the rest counted)."""
+    refused = [(job, code) for job, code in results if code]
+    text = f"retried {len(results)} dead letter(s): {len(results) - len(refused)} requeued"
+    if refused:
+        named = ", ".join(f"{job} ({code})" for job, code in refused[:FLASH_REFUSED])
+        more = len(refused) - FLASH_REFUSED
+        text += f"; {len(refused)} refused: {named}" + (f" and {more} more" if more > 0 else "")
+    return text[:MAX_FLASH]
+
+
 def pretty_body(body: bytes) -> str:
     try:
         return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
@@ -117,11 +204,17 @@ def timeline(traced: ops.TracedDelivery) -> list[dict[str, Any]]:
                         x for x in (attempt.outcome or "running", attempt.error_code or "") if x
                     ),
                     "error": bool(attempt.error_code),
+                    "attempt": attempt_facts(attempt),
                 }
             )
     for effect in traced.effects:
         events.append(
-            {"at": effect.created_at, "kind": "effect", "what": effect.key, "detail": effect.state}
+            {
+                "at": effect.created_at,
+                "kind": "effect",
+                "what": effect.key,
+                "detail": effect_state(effect.state),
+            }
         )
     for action in traced.operator_actions:
         events.append(
@@ -148,6 +241,30 @@ def timeline(traced: ops.TracedDelivery) -> list[dict[str, Any]]:
     return sorted(events, key=lambda e: e["at"] or epoch)
 
 
+def attempt_facts(attempt: AttemptView) -> list[tuple[str, str]]:
+    """What one attempt met, as (label, text) pairs for the timeline: its target, the
+    status it got, how long it took, when the job is due again and the start of the
+    target's answer (bounded and cleaned when stored; escaped by the template)."""
+    facts = []
+    if attempt.target:
+        facts.append(("target", attempt.target))
+    if attempt.http_status is not None:
+        facts.append(("status", str(attempt.http_status)))
+    if attempt.duration_ms is not None:
+        facts.append(("took", f"{attempt.duration_ms} ms"))
+    if attempt.next_attempt_at is not None and attempt.outcome in ("retry", "deferred"):
+        facts.append(("next", format_time(attempt.next_attempt_at)))
+    if attempt.response_snippet:
+        facts.append(("answer", attempt.response_snippet))
+    return facts
+
+
+def effect_state(state: str) -> str:
+    """A ``started`` ledger row is a call begun, not an effect made: for a forward that
+    never connected nothing happened at the target (the attempt row says why)."""
+    return "recorded" if state == "recorded" else "started, not recorded (see the attempts)"
+
+
 def _maybe_time(value: object) -> datetime | None:
     if isinstance(value, str):
         try:
@@ -157,32 +274,60 @@ def _maybe_time(value: object) -> datetime | None:
     return None
 
 
+#: Receipt kinds stacked in one bar, bottom to top; failed attempts are a bar beside it.
+RECEIPTS = ("accepted", "duplicate", "rejected")
+
+
 def chart(minutes: list[dict[str, int]]) -> dict[str, Any]:
-    """Stacked bars (accepted, duplicate, rejected) per minute as SVG rectangles."""
-    width, height, gap = 10, 80, 2
+    """The overview's chart as SVG pieces: per minute, a stacked bar of receipts
+    (accepted, duplicate, rejected) and a bar of failed job attempts beside it, on one
+    scale, with a y axis (0, half, peak per minute) and an x axis (a label every 15
+    minutes, UTC). Drawn in a viewBox, so it scales to the page's width."""
+    slot, bar, fail, height = 12, 7, 4, 100
+    left, bottom, top = 34, 18, 6
     peak = max(
-        (sum(m.get(k, 0) for k in ("accepted", "duplicate", "rejected")) for m in minutes),
+        (max(sum(m.get(k, 0) for k in RECEIPTS), m.get("failed", 0)) for m in minutes),
         default=0,
     )
     scale = height / peak if peak else 0
-    bars = []
+    bars: list[dict[str, Any]] = []
+    x_labels: list[dict[str, Any]] = []
     for index, minute in enumerate(minutes):
-        y: float = height
-        for kind in ("accepted", "duplicate", "rejected"):
+        x = left + index * slot
+        label = datetime.fromtimestamp(minute["minute"] * 60, UTC).strftime("%H:%M")
+        y: float = top + height
+        for kind in RECEIPTS:
             count = minute.get(kind, 0)
-            if not count:
-                continue
-            h = max(1.0, count * scale)
-            y -= h
-            label = datetime.fromtimestamp(minute["minute"] * 60, UTC).strftime("%H:%M")
-            bars.append(
-                {
-                    "x": index * (width + gap),
-                    "y": round(y, 1),
-                    "h": round(h, 1),
-                    "w": width,
-                    "kind": kind,
-                    "title": f"{label} {kind}: {count}",
-                }
-            )
-    return {"bars": bars, "width": len(minutes) * (width + gap), "height": height, "peak": peak}
+            if count:
+                h = max(1.0, count * scale)
+                y -= h
+                bars.append(_bar(x, y, bar, h, kind, f"{label} UTC {kind}: {count}"))
+        failed = minute.get("failed", 0)
+        if failed:
+            h = max(1.0, failed * scale)
+            text = f"{label} UTC failed attempts: {failed}"
+            bars.append(_bar(x + bar, top + height - h, fail, h, "failed", text))
+        if index == len(minutes) - 1:
+            x_labels.append({"x": x + slot, "text": label, "anchor": "end"})
+        elif index % 15 == 0:
+            x_labels.append({"x": x, "text": label, "anchor": "start" if not index else "middle"})
+    y_labels = [
+        {"y": round(top + height - value * scale, 1), "text": str(value)}
+        for value in sorted({0, peak // 2, peak})
+        if peak or value == 0
+    ]
+    width = left + len(minutes) * slot + 4
+    return {
+        "bars": bars,
+        "width": width,
+        "height": top + height + bottom,
+        "plot": {"left": left, "top": top, "bottom": top + height, "right": width - 4},
+        "x_labels": x_labels,
+        "y_labels": y_labels,
+        "peak": peak,
+        "failed": sum(m.get("failed", 0) for m in minutes),
+    }
+
+
+def _bar(x: float, y: float, w: float, h: float, kind: str, title: str) -> dict[str, Any]:
+    return {"x": x, "y": round(y, 1), "w": w, "h": round(h, 1), "kind": kind, "title": title}

@@ -14,7 +14,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 import click
@@ -23,6 +23,7 @@ from rich.console import Console
 from hookinbox.config import Config, load_config, parse_duration
 from hookinbox.errors import HookinboxError, InvalidArgument
 from hookinbox.logs import configure_logging
+from hookinbox.ops.search import parse_when
 from hookinbox.store import Store, open_store_for
 
 T = TypeVar("T")
@@ -61,9 +62,12 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 
 @asynccontextmanager
-async def opened_store(config: Config) -> AsyncIterator[Store]:
+async def opened_store(config: Config, *, create: bool = False) -> AsyncIterator[Store]:
+    """The configured store, open. Operator commands open only one that exists
+    (``store_not_found``, exit 3, otherwise); ``serve`` and ``worker`` pass ``create=True``
+    and make and migrate it."""
     store = open_store_for(config.database)
-    await store.open()
+    await store.open(create=create)
     try:
         yield store
     finally:
@@ -85,19 +89,10 @@ def console() -> Console:
     return Console(highlight=False, soft_wrap=True)
 
 
-def parse_since(value: str | None) -> datetime | None:
-    """``--since 24h`` (that long ago) or an ISO time (``2025-01-31T12:00Z``, UTC if bare)."""
-    if value is None:
-        return None
-    try:
-        return datetime.now(UTC) - timedelta(seconds=parse_duration(value))
-    except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise InvalidArgument(f"--since: {value!r} is neither a duration nor an ISO time") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+def parse_since(value: str | None, flag: str = "--since") -> datetime | None:
+    """``--since 24h`` (that long ago), an ISO time (``2025-01-31T12:00Z``, UTC if bare) or
+    unix seconds: the same reading as the admin page and the API (:func:`ops.parse_when`)."""
+    return parse_when(value, flag)
 
 
 def duration_flag(flag: str, value: str | None) -> float | None:

@@ -8,17 +8,20 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from hookinbox import ops
+from hookinbox.cli.attempts import attempt_line
 from hookinbox.cli.common import (
     config_option,
     opened_store,
     print_json,
+    quiet_config,
     reports_errors,
     run,
 )
-from hookinbox.config import load_config
-from hookinbox.errors import NotFound
+from hookinbox.ops.search import MAX_PAGE
 from hookinbox.store import (
     JOB_STATES,
+    AttemptView,
     DeliveryView,
     iso,
 )
@@ -31,35 +34,59 @@ def deliveries() -> None:
 
 @deliveries.command("list")
 @config_option
+@click.option("--id", "ref", default=None, help="A delivery id, event id or job id.")
 @click.option("--status", type=click.Choice(JOB_STATES), default=None)
 @click.option("--source", default=None)
-@click.option("--limit", type=click.IntRange(1, 10000), default=50, show_default=True)
+@click.option("--type", "event_type", default=None, help="A prefix or glob: order, order.*")
+@click.option("--since", default=None, help="Received since: 24h, an ISO time or unix seconds.")
+@click.option("--until", default=None, help="Received before: 24h, an ISO time or unix seconds.")
+@click.option(
+    "--where",
+    "payload",
+    default=None,
+    help="A payload field: 'data.object.customer = cus_123' (retained payloads, <= 7 days).",
+)
+@click.option("--limit", type=click.IntRange(1, MAX_PAGE), default=50, show_default=True)
 @click.option("--before", default=None, help="Page: deliveries older than this delivery id.")
 @click.option("--json", "as_json", is_flag=True)
 @reports_errors
 def deliveries_list(
     config_path: str | None,
+    ref: str | None,
     status: Any,
     source: str | None,
+    event_type: str | None,
+    since: str | None,
+    until: str | None,
+    payload: str | None,
     limit: int,
     before: str | None,
     as_json: bool,
 ) -> None:
-    """Newest deliveries first."""
-    config = load_config(config_path)
+    """Newest deliveries first: the search the admin page and the API run."""
+    config = quiet_config(config_path)
+    query = ops.DeliveryQuery(
+        ref=ref,
+        source=source,
+        type=event_type,
+        status=status,
+        since=since,
+        until=until,
+        payload=payload,
+        before=before,
+        limit=limit,
+    )
 
-    async def go() -> list[DeliveryView]:
+    async def go() -> ops.SearchPage:
         async with opened_store(config) as store:
-            return await store.journal.list_deliveries(
-                status=status, source=source, limit=limit, before=before
-            )
+            return await ops.search_deliveries(store, config, query)
 
-    rows = run(go())
-    if as_json:
-        print_json([{k: v for k, v in r.as_json().items() if k != "jobs"} for r in rows])
+    found = run(go())
+    if as_json:  # a list, as it always was (the API's search answers the count too)
+        print_json(found.as_json()["deliveries"])
         return
     table = Table("delivery_id", "source", "event_id", "type", "status", "count", "last_seen")
-    for r in rows:
+    for r in found.deliveries:
         table.add_row(
             r.id,
             r.source,
@@ -70,6 +97,9 @@ def deliveries_list(
             iso(r.last_seen_at),
         )
     Console().print(table)
+    total = f"{found.count}{'+' if found.count_capped else ''}"
+    more = f"; older: --before {found.next_before}" if found.next_before else ""
+    click.echo(f"{total} matching{more}")
 
 
 @deliveries.command("show")
@@ -79,17 +109,18 @@ def deliveries_list(
 @click.option("--json", "as_json", is_flag=True)
 @reports_errors
 def deliveries_show(config_path: str | None, ref: str, source: str | None, as_json: bool) -> None:
-    """One delivery by internal id (dlv_...) or event id, with its jobs."""
-    config = load_config(config_path)
+    """One delivery by internal id (dlv_...), job id or event id, with its jobs."""
+    config = quiet_config(config_path)
 
-    async def go() -> DeliveryView | None:
+    async def go() -> tuple[DeliveryView, dict[str, list[AttemptView]]]:
         async with opened_store(config) as store:
-            return await store.journal.get_delivery(ref, source)
+            found = await ops.find_delivery(store, ref, source)
+            return found, {job.id: await store.queue.list_attempts(job.id) for job in found.jobs}
 
-    found = run(go())
-    if found is None:
-        raise NotFound(f"no delivery with id or event id {ref!r}")
+    found, attempts = run(go())
     data = found.as_json()
+    for job in data["jobs"]:
+        job["attempt_history"] = [a.as_json() for a in attempts[job["job_id"]]]
     if as_json:
         print_json(data)
         return
@@ -119,3 +150,7 @@ def deliveries_show(config_path: str | None, ref: str, source: str | None, as_js
             job["business_id"] or "",
         )
     console.print(table)
+    for job in data["jobs"]:
+        console.print(f"[bold]{job['action']}[/bold] attempts")
+        for a in job["attempt_history"]:
+            console.print(f"  {attempt_line(a)}", markup=False, highlight=False, soft_wrap=True)

@@ -83,7 +83,17 @@ def dlq_list(
 @click.option("--all", "retry_all", is_flag=True, help="Retry many (needs --limit).")
 @click.option("--limit", type=int, default=None, help="Most dead letters to retry with --all.")
 @click.option("--source", default=None, help="With --all: only this source.")
-@click.option("--dry-run", is_flag=True, help="Show what would be retried; change nothing.")
+@click.option("--action", default=None, help="With --all: only this action.")
+@click.option("--reason", default=None, help="With --all: only this last error (http_503...).")
+@click.option("--since", default=None, help="With --all: failed since (24h, ISO, unix).")
+@click.option("--until", default=None, help="With --all: failed before (24h, ISO, unix).")
+@click.option(
+    "--expect",
+    type=int,
+    default=None,
+    help="With --all: retry only if the limit selects exactly this many (as --dry-run showed).",
+)
+@click.option("--dry-run", is_flag=True, help="Preview: how many match and which; change nothing.")
 @json_option
 @reports_errors
 def dlq_retry(
@@ -92,37 +102,63 @@ def dlq_retry(
     retry_all: bool,
     limit: int | None,
     source: str | None,
+    action: str | None,
+    reason: str | None,
+    since: str | None,
+    until: str | None,
+    expect: int | None,
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Put dead letters back to accepted, attempts reset: JOB_ID, or --all --limit N."""
+    """Put dead letters back to accepted, attempts reset: JOB_ID, or --all --limit N with
+    a filter (oldest failure first; --dry-run previews the count and the ids)."""
+    filtered = any(v is not None for v in (source, action, reason, since, until, expect))
     if retry_all == (job_id is not None):
         raise InvalidArgument("give either JOB_ID or --all --limit N")
     if retry_all and limit is None:
         raise OperationRefused("dlq retry --all needs --limit N: a bulk retry is always bounded")
-    if job_id is not None and (limit is not None or source is not None):
-        raise InvalidArgument("--limit and --source go with --all, not with JOB_ID")
+    if job_id is not None and (limit is not None or filtered):
+        raise InvalidArgument("--limit and the filters go with --all, not with JOB_ID")
+    matching = ops.DeadLetterFilter(
+        source=source,
+        action=action,
+        reason=reason,
+        since=parse_since(since, "--since"),
+        until=parse_since(until, "--until"),
+    )
     config = quiet_config(config_path)
     actor = ops.default_actor()
 
     async def go() -> ops.RetryReport:
         async with opened_store(config) as store:
             if job_id is not None:
-                return await ops.dlq_retry(store, config, job_id, actor=actor, dry_run=dry_run)
+                return await ops.dlq_retry(
+                    store, config, job_id.strip(), actor=actor, dry_run=dry_run
+                )
             assert limit is not None
             return await ops.dlq_retry_all(
-                store, config, limit=limit, source=source, actor=actor, dry_run=dry_run
+                store,
+                config,
+                limit=limit,
+                matching=matching,
+                expect=expect,
+                actor=actor,
+                dry_run=dry_run,
             )
 
     report = run(go())
     if as_json:
         print_json(report.as_json())
         return
+    if report.matched is not None:
+        click.echo(f"{report.matched} dead letters match; the limit selects {len(report.items)}")
     if not report.items:
         click.echo("no dead letters to retry")
         return
     for item in report.items:
-        reason = f": {item.reason}" if item.reason else ""
-        click.echo(f"{item.job_id}  {item.outcome}{reason}")
+        why = f": {item.reason}" if item.reason else ""
+        click.echo(f"{item.job_id}  {item.outcome}{why}")
     verb = "would requeue" if dry_run else "requeued"
     click.echo(f"{verb} {sum(i.outcome != 'refused' for i in report.items)} of {len(report.items)}")
+    if dry_run and report.matched is not None:
+        click.echo(f"to retry exactly these: add --expect {len(report.items)} and drop --dry-run")

@@ -17,6 +17,7 @@ from hookinbox.cli.outbox import outbox
 from hookinbox.cli.rejected import rejected
 from hookinbox.cli.replay import replay
 from hookinbox.cli.resources import resources
+from hookinbox.cli.reviews import reviews
 from hookinbox.cli.send import send
 from hookinbox.cli.serve import migrate, serve, worker
 from hookinbox.cli.sources import sources
@@ -43,6 +44,7 @@ for command in (
     sources,
     trace,
     resources,
+    reviews,
     outbox,
     rejected,
 ):

@@ -30,6 +30,7 @@ from hookinbox.errors import InvalidArgument, OperationRefused
     help="Instead: send one notification again from its outbox row (the resource is untouched).",
 )
 @click.option("--action", default=None, help="Only the job of this action.")
+@click.option("--source", default=None, help="When the event id exists in several sources.")
 @click.option("--dry-run", is_flag=True, help="Show the state and what would run.")
 @click.option(
     "--force-effects",
@@ -51,6 +52,7 @@ def replay(
     delivery_id: str | None,
     outbox_key: str | None,
     action: str | None,
+    source: str | None,
     dry_run: bool,
     force_effects: bool,
     yes: bool,
@@ -90,6 +92,7 @@ def replay(
                 dry_run=dry_run,
                 force_effects=force_effects,
                 wait_seconds=wait,
+                source=source,
             )
 
     report = run(go())

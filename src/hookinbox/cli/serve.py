@@ -83,7 +83,7 @@ def serve(
 async def _preflight(config: Config) -> None:
     """Reach the store and migrate it before binding the port, so an unreachable database
     is one line and exit 3, not a traceback from inside the server's start-up."""
-    async with opened_store(config):
+    async with opened_store(config, create=True):
         pass
 
 
@@ -107,7 +107,7 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        async with opened_store(config) as store:
+        async with opened_store(config, create=True) as store:
             pool = WorkerPool(config, store)
             # The outbox relay runs beside the workers (a no-op with no [outbox] sender).
             await asyncio.gather(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from hookinbox import ops
+from hookinbox.cli.attempts import attempt_line
 from hookinbox.cli.common import (
     config_option,
     console,
@@ -57,11 +58,7 @@ def trace(config_path: str | None, event_id: str, source: str | None, as_json: b
                 f"business_id={job['business_id'] or '-'}"
             )
             for a in job["attempt_history"]:
-                out.print(
-                    f"    #{a['number']} {a['trigger']:<9} {a['started_at']} -> "
-                    f"{a['ended_at'] or '...'}  {a['outcome'] or 'running'}"
-                    f"{'  ' + a['error_code'] if a['error_code'] else ''}"
-                )
+                out.print(f"    {attempt_line(a)}", markup=False, highlight=False, soft_wrap=True)
         for effect in data["effects"]:
             result = effect["result"]
             result_id = result.get("id", "-") if isinstance(result, dict) else result

@@ -14,7 +14,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
@@ -24,6 +24,8 @@ from pydantic import (
     model_validator,
 )
 
+from hookinbox.config.delivery import check_dead_letter_on, parse_schedule
+from hookinbox.config.destinations import DestinationConfig, check_destinations
 from hookinbox.config.fields import ForwardUrl, Frozen, HandlerPath, parse_duration
 from hookinbox.config.filters import MAX_CONDITIONS, Condition
 from hookinbox.config.notify import NotifierConfig, check_notifiers
@@ -74,11 +76,29 @@ class Route(Frozen):
     forward: ForwardUrl | None = None
     #: A forward that takes longer is a failed attempt (``timeout``), retried.
     forward_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    #: A ``[destinations.NAME]`` to forward to, with its rate, concurrency and circuit.
+    destination: str | None = Field(default=None, min_length=1, max_length=64)
     #: Drive a tracked resource through its state machine (see config.resources).
     resource: ResourceBinding | None = None
     #: Conditions on the body and kept headers, all of which must hold for the route to
     #: take the event (see config.filters); evaluated once, when the delivery is reserved.
     filter: tuple[Condition, ...] = Field(default=(), max_length=MAX_CONDITIONS)
+    #: The waits after each failed attempt (``["5s", "1m", "1h"]``); its length bounds the
+    #: attempts (waits + 1). Unset: ``[worker]``'s exponential backoff and max_attempts.
+    retry_schedule: tuple[float, ...] | None = None
+    #: Statuses of a forward's target that no retry can help: the job goes straight to
+    #: the dead letters with ``http_<status>`` (see config.delivery).
+    dead_letter_on: tuple[Annotated[int, Field(strict=True)], ...] = ()
+
+    @field_validator("retry_schedule", mode="before")
+    @classmethod
+    def _schedule(cls, value: Any) -> tuple[float, ...] | None:
+        return parse_schedule(value)
+
+    @field_validator("dead_letter_on")
+    @classmethod
+    def _statuses(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        return check_dead_letter_on(value)
 
     @field_validator("events")
     @classmethod
@@ -89,10 +109,25 @@ class Route(Frozen):
 
     @model_validator(mode="after")
     def _exactly_one_target(self) -> Route:
-        targets = (self.handler, self.forward, self.resource)
+        targets = (self.handler, self.forward, self.resource, self.destination)
         if sum(target is not None for target in targets) != 1:
-            raise ValueError("a route needs exactly one of 'handler', 'forward' or 'resource'")
+            raise ValueError(
+                "a route needs exactly one of 'handler', 'forward', 'destination' or 'resource'"
+            )
+        if self.resource is not None and self.retry_schedule is not None:
+            raise ValueError(
+                "a resource route re-checks on its own park policy: drop retry_schedule"
+            )
+        if self.forward is None and self.destination is None and self.dead_letter_on:
+            raise ValueError("dead_letter_on applies to forward routes (HTTP statuses)")
         return self
+
+    def attempts(self, worker: Worker) -> int:
+        """How many attempts a job of this route gets: its schedule's waits + 1, or
+        ``[worker] max_attempts``."""
+        if self.retry_schedule is not None:
+            return len(self.retry_schedule) + 1
+        return worker.max_attempts
 
     def matches(self, event_type: str) -> bool:
         return any(fnmatch.fnmatchcase(event_type, pattern) for pattern in self.events)
@@ -227,6 +262,9 @@ class Source(Frozen):
         raw = os.environ.get(self.secret_env, "")
         return raw.split()
 
+    def route(self, action: str) -> Route | None:
+        return next((route for route in self.routes if route.action == action), None)
+
     def routes_for(self, event_type: str) -> list[Route]:
         return [route for route in self.routes if route.matches(event_type)]
 
@@ -250,6 +288,11 @@ class Worker(Frozen):
     #: ``package.module:factory`` returning the services handlers ask for by name (a
     #: mapping), for processes the application does not build (``hookinbox worker``).
     services: HandlerPath | None = None
+    #: A forward answered 429 or 503 with ``Retry-After`` comes back at that time, but
+    #: never later than this.
+    retry_after_max_seconds: float = Field(default=3600.0, gt=0, le=86400)
+    #: How many such waits per job spend no attempt; past them each one spends one.
+    free_deferrals: int = Field(default=5, ge=0, le=100)
 
     @model_validator(mode="after")
     def _backoff_order(self) -> Worker:
@@ -321,6 +364,8 @@ class Config(Frozen):
     notify: dict[str, NotifierConfig] = Field(default_factory=dict)
     #: OpenTelemetry traces (``[otel]``), off by default.
     otel: OtelSettings = OtelSettings()
+    #: Forward destinations with a rate, a concurrency limit and a circuit breaker.
+    destinations: dict[str, DestinationConfig] = Field(default_factory=dict)
 
     @field_validator("database")
     @classmethod
@@ -362,12 +407,27 @@ class Config(Frozen):
         return self
 
     @model_validator(mode="after")
+    def _destinations(self) -> Config:
+        try:
+            check_destinations(self.destinations, self.sources)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        return self
+
+    @model_validator(mode="after")
     def _resource_routes(self) -> Config:
         check_resource_routes(self.machines, self.sources)
         return self
 
     def source(self, name: str) -> Source | None:
         return self.sources.get(name)
+
+    def attempts_for(self, source: str, action: str) -> int:
+        """The attempts a job of (source, action) gets (its route's schedule, or
+        ``[worker] max_attempts`` for a route that is gone or has none)."""
+        found = self.sources.get(source)
+        route = found.route(action) if found is not None else None
+        return route.attempts(self.worker) if route is not None else self.worker.max_attempts
 
     def require_secrets(self) -> None:
         """Refuse to serve a source whose secret variable is unset or empty."""

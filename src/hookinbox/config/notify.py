@@ -25,9 +25,9 @@ from pydantic import Field, field_validator, model_validator
 
 from hookinbox.config.fields import ForwardUrl, Frozen, parse_duration
 
-#: What a notice can be about. ``circuit_open`` is accepted now and emitted once the
-#: per-destination circuit breaker exists (issue 13, item 2): a sweep over its openings,
-#: with the destination as the subject, slots in beside the others.
+#: What a notice can be about. ``circuit_open``: a ``[destinations.NAME]`` circuit
+#: opened (the destination is the subject; no source, so a notifier's ``sources`` does
+#: not filter it).
 NoticeKind = Literal["dead_letter", "source_paused", "rejected_delivery", "circuit_open"]
 NOTICE_KINDS: tuple[NoticeKind, ...] = (
     "dead_letter",

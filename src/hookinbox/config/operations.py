@@ -10,6 +10,7 @@ TOML (every key optional; durations as ``90s``, ``15m``, ``72h``, ``30d`` or sec
     purge_interval = "1h"          # background purge in `serve`; "off" or 0 disables
     purge_batch = 1000             # rows per purge transaction
     accepted_too_old = "1h"        # reconcile: accepted jobs / started effects older than this
+    transition_review = "24h"      # reconcile: rejected transitions unreviewed longer than this
     pause_refresh_seconds = 2      # how often each receiver re-reads paused sources
 """
 
@@ -37,6 +38,8 @@ class Operations(Frozen):
     purge_batch: int = Field(default=1000, ge=1, le=100_000)
     #: Reconcile reports accepted jobs and started effects older than this.
     accepted_too_old: float = Field(default=3600.0, gt=0)
+    #: Reconcile reports rejected transitions nobody reviewed within this.
+    transition_review: float = Field(default=24 * 3600.0, gt=0)
     #: How often each receiver re-reads which sources are paused.
     pause_refresh_seconds: float = Field(default=2.0, gt=0, le=60)
 
@@ -46,6 +49,7 @@ class Operations(Frozen):
         "payload_retention",
         "purge_interval",
         "accepted_too_old",
+        "transition_review",
         mode="before",
     )
     @classmethod

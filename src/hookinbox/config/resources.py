@@ -117,16 +117,21 @@ class MachineConfig(Frozen):
 
 #: The shipped example: a video (or any asynchronous AI) task created by the application,
 #: then moved by the provider's callbacks. Any first callback may arrive (the network does
-#: not keep order), so ``submitted`` may go straight to ``ready`` or ``failed``.
+#: not keep order), so ``submitted`` may go straight to ``ready`` or ``failed``. Providers
+#: announce ``video.queued`` before rendering starts: ``queued`` sits between
+#: ``submitted`` and ``processing``, and a late ``queued`` after ``processing`` is
+#: rejected (to the review list), never applied.
 VIDEO_MACHINE = MachineConfig(
-    states=("submitted", "processing", "ready", "failed"),
+    states=("submitted", "queued", "processing", "ready", "failed"),
     initial="submitted",
     transitions={
-        "submitted": ("processing", "ready", "failed"),
+        "submitted": ("queued", "processing", "ready", "failed"),
+        "queued": ("processing", "ready", "failed"),
         "processing": ("ready", "failed"),
     },
     terminal=("ready", "failed"),
     events={
+        "video.queued": "queued",
         "video.processing": "processing",
         "video.ready": "ready",
         "video.failed": "failed",

@@ -21,7 +21,7 @@ from starlette.responses import Response
 from hookinbox.errors import HookinboxError
 from hookinbox.logs import get_logger
 from hookinbox.metrics import CONTENT_TYPE_LATEST, OTHER_REASON, Metrics
-from hookinbox.store import Store, StoreGaugeReadings
+from hookinbox.store import DestinationState, Store, StoreGaugeReadings
 
 log = get_logger("hookinbox.metrics")
 
@@ -42,8 +42,18 @@ def metrics_endpoint(
 class StoreGauges(Collector):
     """Gauges read from the store, refreshed at most once per ``min_interval`` seconds."""
 
-    def __init__(self, sources: Iterable[str], *, min_interval: float = 5.0) -> None:
+    def __init__(
+        self,
+        sources: Iterable[str],
+        *,
+        min_interval: float = 5.0,
+        destinations: Iterable[str] = (),
+    ) -> None:
         self._sources = sorted(sources)
+        #: ``[destinations.NAME]``: their circuits and forwards in flight, read from the
+        #: store (every worker process shares them).
+        self._destination_names = sorted(destinations)
+        self._destinations: list[DestinationState] = []
         self._min_interval = min_interval
         self._lock = asyncio.Lock()
         self._read_at = -float("inf")
@@ -60,6 +70,10 @@ class StoreGauges(Collector):
             try:
                 self._readings = await asyncio.wait_for(store.reads.read_store_gauges(), timeout)
                 self._reasons = await asyncio.wait_for(store.reads.dead_letter_reasons(), timeout)
+                if self._destination_names:
+                    self._destinations = await asyncio.wait_for(
+                        store.destinations.states(), timeout
+                    )
                 self._up = 1
             except (HookinboxError, TimeoutError) as exc:
                 self._up = 0
@@ -116,11 +130,33 @@ class StoreGauges(Collector):
                 family.add_metric([source], float(values.get(source, 0)))
             yield family
         yield self._dead_letters_by_reason()
+        yield from self._destination_gauges()
         yield GaugeMetricFamily(
             "hookinbox_store_up",
             "1 when the last read of the store gauges succeeded.",
             value=self._up,
         )
+
+    def _destination_gauges(self) -> Iterator[Metric]:
+        """Per configured destination: 1 while its circuit is open (or half-open, until
+        the probe answers), and its forwards in flight."""
+        states = {s.name: s for s in self._destinations if s.name in self._destination_names}
+        circuit = GaugeMetricFamily(
+            "hookinbox_destination_circuit_open",
+            "1 while the destination's circuit is open (its jobs are held), else 0.",
+            labels=["destination"],
+        )
+        in_flight = GaugeMetricFamily(
+            "hookinbox_destination_in_flight",
+            "Forwards to the destination under way, across every worker process.",
+            labels=["destination"],
+        )
+        for name in self._destination_names:
+            state = states.get(name)
+            circuit.add_metric([name], 1.0 if state and state.open_for is not None else 0.0)
+            in_flight.add_metric([name], float(state.in_flight) if state else 0.0)
+        yield circuit
+        yield in_flight
 
     def _dead_letters_by_reason(self) -> Metric:
         """Dead letters per (source, action, reason), so an alert or a panel names the

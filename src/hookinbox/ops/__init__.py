@@ -14,14 +14,21 @@ and what.
 - pause: :func:`list_sources`, :func:`pause_source`, :func:`resume_source`,
   :class:`PausedSources` (what each receiver consults)
 - trace: :func:`trace`, with the layers it is given
+- search: :func:`search_deliveries` (ids as pasted, type globs, relative times, a payload
+  field), :func:`find_delivery` (never picks one of two sources silently)
 - notifications: :func:`resend_outbox`
+- rejected transitions: :func:`list_reviews`, :func:`resolve_review`
+- destinations: :func:`list_destinations` (limits, circuit, forwards in flight)
 - :class:`OperatorViews`: the extra layers and checks a caller hands to trace/reconcile
 """
 
 from __future__ import annotations
 
 from hookinbox.ops.actor import default_actor
+from hookinbox.ops.destinations import DestinationRow, list_destinations
 from hookinbox.ops.dlq import (
+    MAX_BULK,
+    DeadLetterFilter,
     DeadLetterList,
     RetryItem,
     RetryReport,
@@ -40,6 +47,14 @@ from hookinbox.ops.reconcile import (
     reconcile,
 )
 from hookinbox.ops.replay import ReplayItem, ReplayReport, replay
+from hookinbox.ops.reviews import ReviewList, list_reviews, resolve_review
+from hookinbox.ops.search import (
+    DeliveryQuery,
+    SearchPage,
+    find_delivery,
+    parse_when,
+    search_deliveries,
+)
 from hookinbox.ops.sources import (
     PausedSources,
     SourceRow,
@@ -52,8 +67,12 @@ from hookinbox.ops.trace import TracedDelivery, TracedJob, TraceLayer, TraceRepo
 from hookinbox.ops.views import OperatorViews
 
 __all__ = [
+    "MAX_BULK",
     "PIPELINE_CHECKS",
+    "DeadLetterFilter",
     "DeadLetterList",
+    "DeliveryQuery",
+    "DestinationRow",
     "Finding",
     "OperatorViews",
     "PausedSources",
@@ -65,6 +84,8 @@ __all__ = [
     "ReplayReport",
     "RetryItem",
     "RetryReport",
+    "ReviewList",
+    "SearchPage",
     "SourceRow",
     "SourcesReport",
     "StoreCheck",
@@ -76,13 +97,19 @@ __all__ = [
     "dlq_list",
     "dlq_retry",
     "dlq_retry_all",
+    "find_delivery",
+    "list_destinations",
+    "list_reviews",
     "list_sources",
+    "parse_when",
     "pause_source",
     "purge",
     "reconcile",
     "replay",
     "resend_outbox",
+    "resolve_review",
     "resume_source",
     "run_purge_loop",
+    "search_deliveries",
     "trace",
 ]

@@ -2,12 +2,16 @@
 
 A retry puts a failed job back to ``accepted`` with its attempts reset and trigger
 ``dlq-retry``; the normal workers run it, so the effects ledger still holds: an effect
-recorded before the failure is not made again. Bulk retry always needs a limit.
+recorded before the failure is not made again. Bulk retry always needs a limit, and
+takes a filter (:class:`DeadLetterFilter`: source, action, reason, failure time range).
+Its dry run is the preview: how many match in all, and exactly which the limit selects,
+oldest failure first. A confirmed retry may say how many it expects (``expect``); when
+the selection has changed since the preview, it refuses instead of retrying others.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -15,10 +19,32 @@ from hookinbox.codes import Trigger
 from hookinbox.config import Config
 from hookinbox.errors import InvalidArgument, NotFound, OperationRefused, PayloadPurged
 from hookinbox.ops.eligibility import why_not_runnable
+from hookinbox.ops.search import clean_term, source_name
 from hookinbox.store import JobDetail, Store, iso
 
 #: The most dead letters one bulk retry may touch.
 MAX_BULK = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterFilter:
+    """Which dead letters a bulk retry takes: every field optional; times are failure
+    times (``since`` inclusive, ``until`` exclusive)."""
+
+    source: str | None = None
+    action: str | None = None
+    reason: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "action": self.action,
+            "reason": self.reason,
+            "since": iso(self.since),
+            "until": iso(self.until),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +92,8 @@ class RetryItem:
 class RetryReport:
     dry_run: bool
     items: list[RetryItem] = field(default_factory=list)
+    #: A bulk retry: the dead letters its filter matched in all (the limit took ``items``).
+    matched: int | None = None
 
     @property
     def requeued(self) -> int:
@@ -74,7 +102,10 @@ class RetryReport:
     def as_json(self) -> dict[str, Any]:
         return {
             "dry_run": self.dry_run,
+            "matched": self.matched,
+            "selected": len(self.items),
             "requeued": self.requeued,
+            "would_requeue": sum(item.outcome == "would_requeue" for item in self.items),
             "refused": sum(item.outcome == "refused" for item in self.items),
             "items": [item.as_json() for item in self.items],
         }
@@ -87,12 +118,22 @@ async def dlq_list(
     source: str | None = None,
     since: datetime | None = None,
     limit: int = 50,
+    matching: DeadLetterFilter | None = None,
+    before: str | None = None,
 ) -> DeadLetterList:
-    """Failed jobs, newest failure first."""
+    """Failed jobs, newest failure first; a page after the dead letter ``before``."""
     if limit < 1:
         raise InvalidArgument("--limit must be at least 1")
+    wanted = matching or DeadLetterFilter(source=source, since=since)
     jobs = await store.queue.list_dead_letters(
-        order="newest_failure", source=source, since=since, limit=limit
+        order="newest_failure",
+        source=source_name(config, wanted.source),
+        action=clean_term(wanted.action, "action"),
+        reason=clean_term(wanted.reason, "reason"),
+        since=wanted.since,
+        until=wanted.until,
+        before=clean_term(before, "page"),
+        limit=limit,
     )
     return DeadLetterList(jobs, config.operations.dlq_review_days)
 
@@ -131,12 +172,49 @@ async def dlq_retry_all(
     actor: str,
     source: str | None = None,
     dry_run: bool = False,
+    matching: DeadLetterFilter | None = None,
+    expect: int | None = None,
+    max_limit: int = MAX_BULK,
 ) -> RetryReport:
-    """Retry up to ``limit`` dead letters, oldest failure first."""
-    if not 1 <= limit <= MAX_BULK:
-        raise InvalidArgument(f"--limit must be between 1 and {MAX_BULK}")
-    jobs = await store.queue.list_dead_letters(source=source, limit=limit, order="oldest_failure")
-    return await _requeue(store, config, jobs, actor=actor, dry_run=dry_run)
+    """Retry up to ``limit`` dead letters (at most ``max_limit``) that match, oldest
+    failure first. ``dry_run`` is the preview. With ``expect``, refuse (retrying
+    nothing) unless the limit selects exactly that many now, as the preview showed."""
+    if not 1 <= limit <= max_limit:
+        raise InvalidArgument(f"--limit must be between 1 and {max_limit}")
+    if source is not None and matching is not None and matching.source != source:
+        raise InvalidArgument("two different sources given")
+    wanted = matching or DeadLetterFilter(source=source)
+    wanted = replace(
+        wanted,
+        source=source_name(config, wanted.source),
+        action=clean_term(wanted.action, "action"),
+        reason=clean_term(wanted.reason, "reason"),
+    )
+    if wanted.since and wanted.until and wanted.since >= wanted.until:
+        raise InvalidArgument("since must be before until")
+    matched = await store.queue.count_dead_letters(
+        source=wanted.source,
+        action=wanted.action,
+        reason=wanted.reason,
+        since=wanted.since,
+        until=wanted.until,
+    )
+    jobs = await store.queue.list_dead_letters(
+        source=wanted.source,
+        action=wanted.action,
+        reason=wanted.reason,
+        since=wanted.since,
+        until=wanted.until,
+        limit=limit,
+        order="oldest_failure",
+    )
+    if expect is not None and not dry_run and len(jobs) != expect:
+        raise OperationRefused(
+            f"the selection changed since the preview: {len(jobs)} dead letters now, "
+            f"{expect} previewed; preview again"
+        )
+    report = await _requeue(store, config, jobs, actor=actor, dry_run=dry_run)
+    return RetryReport(report.dry_run, report.items, matched=matched)
 
 
 async def _requeue(
@@ -152,16 +230,21 @@ async def _requeue(
             runnable.append(job)
     moved: set[str] = set()
     if runnable and not dry_run:
-        moved = set(
-            await store.queue.requeue_jobs(
-                [job.id for job in runnable],
-                from_states=("failed",),
-                trigger=Trigger.DLQ_RETRY,
-                max_attempts=config.worker.max_attempts,
-                actor=actor,
-                command="dlq-retry",
+        # Each job gets its route's attempts again (a retry schedule's length + 1).
+        by_attempts: dict[int, list[str]] = {}
+        for job in runnable:
+            by_attempts.setdefault(config.attempts_for(job.source, job.action), []).append(job.id)
+        for max_attempts, ids in by_attempts.items():
+            moved.update(
+                await store.queue.requeue_jobs(
+                    ids,
+                    from_states=("failed",),
+                    trigger=Trigger.DLQ_RETRY,
+                    max_attempts=max_attempts,
+                    actor=actor,
+                    command="dlq-retry",
+                )
             )
-        )
     for job in runnable:
         if dry_run:
             items[job.id] = _item(job, "would_requeue")

@@ -1,5 +1,5 @@
-"""What the admin page (and the API) read: delivery search, dead-letter pages, the
-overview, and a payload shown on purpose.
+"""What the admin page (and the API) read: dead-letter pages, the overview, and a
+payload shown on purpose (the delivery search is :mod:`hookinbox.ops.search`).
 
 The CLI's reads live beside its commands (``dlq_list``, ``trace``); these are the ones a
 page needs. Lists are keyset pages (``before`` = the last id seen), never OFFSET.
@@ -16,14 +16,9 @@ from hookinbox.config import Config
 from hookinbox.errors import NotFound
 from hookinbox.logs import get_logger
 from hookinbox.metrics import RecentCounts
-from hookinbox.store import DeadLetter, DeliverySearch, DeliveryView, Store, StoreGaugeReadings
+from hookinbox.store import DeadLetter, DeliveryView, Store, StoreGaugeReadings
 
 log = get_logger("hookinbox.ops")
-
-
-async def search_deliveries(store: Store, search: DeliverySearch) -> list[DeliveryView]:
-    """A keyset page of the journal, newest first."""
-    return await store.journal.search_deliveries(search)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +58,13 @@ async def view_payload(store: Store, ref: str, *, actor: str) -> tuple[DeliveryV
     return found, body
 
 
+async def payload_already_viewed(store: Store, delivery_id: str) -> bytes | None:
+    """The body again for the page a :func:`view_payload` redirected to (the admin's
+    post/redirect/get): that view was audited once; showing it on the GET that follows,
+    or on a reload of it, is the same view and is not audited again."""
+    return await store.journal.read_payload(delivery_id)
+
+
 @dataclass(frozen=True, slots=True)
 class SourceOverview:
     name: str
@@ -78,10 +80,12 @@ class SourceOverview:
 @dataclass(frozen=True, slots=True)
 class Overview:
     """The last hour per source, and per minute (``{"minute", "accepted", "duplicate",
-    "rejected"}``, 60 entries, oldest first)."""
+    "rejected", "failed"}``, 60 entries, oldest first; ``failed``: job attempts that
+    failed), as of ``as_of`` (unix seconds)."""
 
     sources: list[SourceOverview]
     minutes: list[dict[str, int]] = field(default_factory=list)
+    as_of: float = 0.0
 
 
 async def overview(
@@ -108,6 +112,10 @@ async def overview(
             kind = "duplicate" if outcome in ("duplicate", "conflict") else "rejected"
             bucket = minutes.setdefault(minute, {})
             bucket[kind] = bucket.get(kind, 0) + count
+    for minute, count in await store.reads.failed_attempts_per_minute(
+        datetime.fromtimestamp(now - 3600, UTC)
+    ):
+        minutes.setdefault(minute, {})["failed"] = count
     totals = recent.totals(now)
     rows = []
     for name in sorted(config.sources):
@@ -132,4 +140,4 @@ async def overview(
     chart: list[dict[str, Any]] = [
         {"minute": m, **minutes.get(m, {})} for m in range(first, first + 60)
     ]
-    return Overview(rows, chart)
+    return Overview(rows, chart, as_of=now)

@@ -123,6 +123,12 @@ PIPELINE_CHECKS: tuple[ReconcileCheck, ...] = (
         "effects started and never recorded (older than operations.accepted_too_old)",
         lambda config: config.operations.accepted_too_old,
     ),
+    StoreCheck(
+        "unreviewed_transitions",
+        "rejected transitions unreviewed past operations.transition_review"
+        " (hookinbox reviews list)",
+        lambda config: config.operations.transition_review,
+    ),
 )
 
 

@@ -21,6 +21,7 @@ from hookinbox.config import Config
 from hookinbox.errors import NotFound, OperationRefused, PayloadPurged
 from hookinbox.ids import forward_effect_key
 from hookinbox.ops.eligibility import why_not_runnable
+from hookinbox.ops.search import find_delivery
 from hookinbox.store import DeliveryView, EffectRecord, JobDetail, Store
 
 ReplayOutcome = Literal["ran", "failed", "retrying", "queued", "would_run", "refused"]
@@ -116,12 +117,12 @@ async def replay(
     force_effects: bool = False,
     wait_seconds: float = 30.0,
     poll_seconds: float = 0.1,
+    source: str | None = None,
 ) -> ReplayReport:
-    """Replay the jobs of delivery ``ref`` (internal id or event id); wait up to
-    ``wait_seconds`` for workers to run them (0: do not wait)."""
-    delivery = await store.journal.get_delivery(ref)
-    if delivery is None:
-        raise NotFound(f"no delivery with id or event id {ref!r}")
+    """Replay the jobs of delivery ``ref`` (internal id, job id or event id; an event id
+    two sources share needs ``source``: AmbiguousId); wait up to ``wait_seconds`` for
+    workers to run them (0: do not wait)."""
+    delivery = await find_delivery(store, ref, source)
     if not delivery.payload_retained:
         raise PayloadPurged(
             f"delivery {delivery.id}: its payload was purged after retention, so it cannot "
@@ -178,18 +179,22 @@ async def replay(
                     detail=f"superseded {len(keys)} ledger row(s)",
                 )
         before = {}
-    moved = set(
-        await store.queue.requeue_jobs(
-            [job.id for job in runnable],
-            from_states=("completed", "failed"),
-            trigger=Trigger.REPLAY,
-            max_attempts=config.worker.max_attempts,
-            actor=actor,
-            command="replay",
+    # Each job gets its route's attempts again (a retry schedule's length + 1).
+    by_attempts: dict[int, list[str]] = {}
+    for job in runnable:
+        by_attempts.setdefault(config.attempts_for(job.source, job.action), []).append(job.id)
+    moved: set[str] = set()
+    for max_attempts, ids in by_attempts.items():
+        moved.update(
+            await store.queue.requeue_jobs(
+                ids,
+                from_states=("completed", "failed"),
+                trigger=Trigger.REPLAY,
+                max_attempts=max_attempts,
+                actor=actor,
+                command="replay",
+            )
         )
-        if runnable
-        else []
-    )
     for job in runnable:
         if job.id not in moved:
             items[job.id] = ReplayItem(
@@ -241,7 +246,8 @@ def _is_settled(job: JobDetail) -> bool:
 def _is_forward(config: Config, job: JobDetail) -> bool:
     source = config.source(job.source)
     return source is not None and any(
-        route.action == job.action and route.forward is not None for route in source.routes
+        route.action == job.action and (route.forward or route.destination) is not None
+        for route in source.routes
     )
 
 

@@ -30,7 +30,7 @@ from hookinbox.store import NewDelivery, NewJob, Reservation, Store
 from hookinbox.tracing import TRACEPARENT, Tracing, build_tracing
 from hookinbox.verify import edge
 from hookinbox.verify.base import Verifier
-from hookinbox.verify.registry import build_verifier, credential_headers
+from hookinbox.verify.registry import build_verifier, credential_headers, signature_headers
 from hookinbox.verify.twilio import EMPTY_TWIML
 
 log = get_logger("hookinbox.ingest")
@@ -115,6 +115,12 @@ class Receiver:
                 found := credential_headers(source)
                 - {"authorization", "proxy-authorization", "cookie"}
             )
+        }
+        #: An ``hmac`` source's signature headers: kept and forwarded like a provider's.
+        self._signature_headers = {
+            name: found
+            for name, source in config.sources.items()
+            if (found := signature_headers(source))
         }
         self._store = store
         #: Refusals for a signature or a timestamp, kept (bounded) for a retry.
@@ -216,7 +222,7 @@ class Receiver:
             return Receipt("challenge", challenge=event.challenge_response)
         # The edge, once the signature holds and before any store work (docs/edge.md).
         edge.check_event(event)
-        kept = edge.kept_headers(headers)
+        kept = edge.kept_headers(headers, self._signature_headers.get(source_name, frozenset()))
         credentials = self._credentials.get(source_name)
         if credentials:
             for name in credentials:
@@ -240,7 +246,10 @@ class Receiver:
             body_sha256=body_sha256,
             body=body,
             headers=kept,
-            jobs=tuple(NewJob(job_id(delivery_id, r.action), r.action) for r in routes),
+            jobs=tuple(
+                NewJob(job_id(delivery_id, r.action), r.action, r.attempts(self._config.worker))
+                for r in routes
+            ),
             max_attempts=self._config.worker.max_attempts,
         )
         if self.tracing.enabled:

@@ -62,7 +62,9 @@ def fold(
     minutes = int(notifier.window // 60)
     folded: dict[tuple[str, str, str, int], dict[str, Any]] = {}
     for group in groups:
-        if not notifier.takes(group.source):
+        # A circuit belongs to a destination, not a source: every notifier that asks for
+        # circuit_open gets it.
+        if group.source and not notifier.takes(group.source):
             continue
         window = group.minute // minutes
         key = (group.source, group.subject, group.reason, window)
@@ -127,6 +129,11 @@ def slack_text(notice: Mapping[str, Any]) -> str:
         parts.append("(`hookinbox rejected list`)")
     elif notice.get("kind") == "source_paused":
         parts.append(f"by {notice.get('actor') or 'an operator'}")
+    elif notice.get("kind") == "circuit_open":
+        parts = [
+            f":rotating_light: hookinbox: circuit open for destination *{subject}*",
+            "after failures in a row; its jobs are held until a probe succeeds",
+        ]
     return " ".join(parts)
 
 

@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from hookinbox.store.core import Store
 from hookinbox.store.decisions import TransitionRules
+from hookinbox.store.destinations import (
+    Admission,
+    DestinationLimits,
+    DestinationState,
+    Release,
+)
 from hookinbox.store.notices import FactGroup, NewNotice
 from hookinbox.store.operator_records import (
     Anomalies,
@@ -23,6 +29,7 @@ from hookinbox.store.operator_records import (
 from hookinbox.store.queue import DeadLetterOrder
 from hookinbox.store.records import (
     JOB_STATES,
+    AttemptDetail,
     AttemptView,
     ClaimedJob,
     DeliverySearch,
@@ -34,6 +41,7 @@ from hookinbox.store.records import (
     JobView,
     NewDelivery,
     NewJob,
+    PayloadMatch,
     Reservation,
     Settlement,
     SettleOutcome,
@@ -54,6 +62,7 @@ from hookinbox.store.resource_records import (
     ResourceView,
     TransitionView,
 )
+from hookinbox.store.reviews import TransitionReview
 
 
 def open_store_for(url: str) -> Store:
@@ -71,7 +80,9 @@ __all__ = [
     "JOB_STATES",
     "OUTBOX_STATES",
     "OUTCOMES",
+    "Admission",
     "Anomalies",
+    "AttemptDetail",
     "AttemptView",
     "ClaimedJob",
     "ClaimedOutbox",
@@ -80,6 +91,8 @@ __all__ = [
     "DeliverySearch",
     "DeliveryStatus",
     "DeliveryView",
+    "DestinationLimits",
+    "DestinationState",
     "EffectRecord",
     "EffectStart",
     "FactGroup",
@@ -96,7 +109,9 @@ __all__ = [
     "OutboxView",
     "Outcome",
     "ParkPolicy",
+    "PayloadMatch",
     "RejectedDelivery",
+    "Release",
     "Reservation",
     "ResourceEvent",
     "ResourceOutcome",
@@ -106,6 +121,7 @@ __all__ = [
     "SourceState",
     "Store",
     "StoreGaugeReadings",
+    "TransitionReview",
     "TransitionRules",
     "TransitionView",
     "iso",

@@ -5,13 +5,18 @@ letters), ``store.effects`` (the ledger), ``store.audit`` and ``store.sources`` 
 actions, pause state), ``store.resources`` and ``store.outbox`` (tracked resources and
 their notifications), ``store.reads`` (gauges, counts, reconciliation queries),
 ``store.retention`` (purges), ``store.rejected`` (refused deliveries kept for a retry),
-``store.notices`` (notices of dead letters, pauses, rejections, written to the outbox).
+``store.notices`` (notices of dead letters, pauses, rejections, written to the outbox),
+``store.reviews`` (rejected transitions awaiting review), ``store.admin_sessions`` (admin
+sessions ended by a logout).
 Each is written once over the driver the URL picks.
 """
 
 from __future__ import annotations
 
+from hookinbox.errors import StoreNotFound
+from hookinbox.store.admin_sessions import AdminSessions
 from hookinbox.store.audit import Audit
+from hookinbox.store.destinations import Destinations
 from hookinbox.store.driver import Driver
 from hookinbox.store.effects import Effects
 from hookinbox.store.journal import Journal
@@ -22,6 +27,7 @@ from hookinbox.store.reads import Reads
 from hookinbox.store.rejected import Rejected
 from hookinbox.store.resources import Resources
 from hookinbox.store.retention import Retention
+from hookinbox.store.reviews import Reviews
 from hookinbox.store.sources import Sources
 from hookinbox.store.sql import Sql
 
@@ -48,10 +54,20 @@ class Store:
         self.retention = Retention(driver)
         self.rejected = Rejected(driver)
         self.notices = Notices(driver)
+        self.reviews = Reviews(driver)
+        self.admin_sessions = AdminSessions(driver)
+        self.destinations = Destinations(driver)
 
-    async def open(self, *, migrate: bool = True) -> None:
-        """Connect, and apply pending migrations unless told not to."""
-        await self._db.open()
+    async def open(self, *, migrate: bool = True, create: bool = True) -> None:
+        """Connect, and apply pending migrations unless told not to.
+
+        ``create=False`` (every operator command) opens only a store that exists and holds
+        hookinbox's schema, else raises StoreNotFound: no SQLite file is made, no schema
+        laid into an empty database. Pending migrations of an existing store still apply."""
+        await self._db.open(create=create)
+        if not create and not await self._db.has_schema():
+            await self._db.close()
+            raise StoreNotFound("the database holds no hookinbox store (run `hookinbox migrate`)")
         if migrate:
             await self.migrate()
 

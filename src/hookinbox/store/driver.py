@@ -41,11 +41,18 @@ class Driver(abc.ABC):
 
     # -- lifecycle --------------------------------------------------------------------
     @abc.abstractmethod
-    async def open(self) -> None:
-        """Connect; raise StoreUnavailable when the database cannot be had."""
+    async def open(self, *, create: bool = True) -> None:
+        """Connect; raise StoreUnavailable when the database cannot be had, and
+        StoreNotFound when it does not exist and ``create`` is false (a SQLite file is
+        then never made)."""
 
     @abc.abstractmethod
     async def close(self) -> None: ...
+
+    @abc.abstractmethod
+    async def has_schema(self) -> bool:
+        """Whether the database holds hookinbox's schema (its migrations table), asked
+        of the catalog so that an empty database is an answer, not an error."""
 
     @abc.abstractmethod
     async def migrate(self) -> list[str]:

@@ -33,6 +33,7 @@ _RECORD = Sql(
     " ON CONFLICT (key) DO UPDATE SET state = 'recorded', result = excluded.result,"
     " recorded_at = excluded.recorded_at WHERE effects.state = 'started'"
 )
+_RELEASE = Sql("DELETE FROM effects WHERE key = :key AND job_id = :job_id AND state = 'started'")
 _OF_JOBS = Sql(f"SELECT {_COLUMNS} FROM effects WHERE job_id {{in:ids}} ORDER BY created_at, key")
 _SET_ASIDE = Sql(
     "INSERT INTO effects_superseded"
@@ -78,6 +79,11 @@ class Effects:
     async def record_effect(self, key: str, result: Any) -> EffectRecord:
         """Store the effect's small JSON result; the first recorded result wins."""
         return await self._db.run(_record(key, result, self._db.decode_time), atomic=False)
+
+    async def release_effect(self, key: str, job_id: str) -> bool:
+        """Forget ``key`` when ``job_id`` started it and it is not recorded: the effect
+        certainly did not begin (a forward that never connected). Whether it was."""
+        return bool(await self._db.count(_RELEASE, key=key, job_id=job_id))
 
     async def list_effects(self, job_ids: Sequence[str]) -> list[EffectRecord]:
         """Ledger rows started by these jobs, oldest first."""

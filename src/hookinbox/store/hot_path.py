@@ -15,6 +15,7 @@ from typing import Any
 
 from hookinbox.codes import AttemptOutcome, JobCode
 from hookinbox.store.records import (
+    AttemptDetail,
     ClaimedJob,
     JobState,
     NewDelivery,
@@ -43,6 +44,22 @@ START_ATTEMPTS_FROM = (
     " SELECT id, attempts, trigger, :worker, {now} FROM "
 )
 END_ATTEMPT = "ended_at = {now}, outcome = :outcome, error_code = :error"
+
+
+def settle_attempt_set(value: str, delay: str) -> str:
+    """Ending a settled attempt: its outcome and error, what it met (an
+    :class:`AttemptDetail`) and, when the job waits again, when it is due. ``value`` and
+    ``delay`` as in :func:`finish_job_set`, so one batch of PostgreSQL writes exactly
+    what one settle does."""
+    return (
+        f"ended_at = {{now}}, outcome = {value}outcome, error_code = {value}error,"
+        f" target = {value}target, http_status = {value}http_status,"
+        f" response_snippet = {value}snippet, duration_ms = {value}duration_ms,"
+        f" next_attempt_at = CASE WHEN {value}state = 'accepted' THEN {{now}} + {delay} END"
+    )
+
+
+SETTLE_ATTEMPT = settle_attempt_set(":", "{secs:delay}")
 CLEAR_LEASE = "lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = {now}"
 
 
@@ -124,8 +141,17 @@ def reserve_one(item: NewDelivery) -> Tx[Reservation]:
         )
     yield count(_INSERT_PAYLOAD, id=item.id, body=item.body, headers=json.dumps(item.headers))
     if item.jobs:
-        job = {"delivery_id": item.id, "source": item.source, "max_attempts": item.max_attempts}
-        yield many(_INSERT_JOB, [{**job, "id": j.id, "action": j.action} for j in item.jobs])
+        job = {"delivery_id": item.id, "source": item.source}
+        jobs = [
+            {
+                **job,
+                "id": j.id,
+                "action": j.action,
+                "max_attempts": j.max_attempts or item.max_attempts,
+            }
+            for j in item.jobs
+        ]
+        yield many(_INSERT_JOB, jobs)
     return Reservation("accepted", item.id)
 
 
@@ -176,6 +202,9 @@ def claim(worker: str, limit: int, lease_seconds: float, token: str) -> Tx[list[
 
 _FINISH = Sql(f"UPDATE jobs SET {FINISH_JOB} WHERE {LEASE_HELD}")
 END_JOB_ATTEMPT = Sql(f"UPDATE attempts SET {END_ATTEMPT} WHERE job_id = :id AND ended_at IS NULL")
+_SETTLE_JOB_ATTEMPT = Sql(
+    f"UPDATE attempts SET {SETTLE_ATTEMPT} WHERE job_id = :id AND ended_at IS NULL"
+)
 
 
 #: What each settle outcome writes: the job's next state, the attempt's outcome, and
@@ -186,12 +215,14 @@ _SETTLED_AS: dict[SettleOutcome, tuple[JobState, AttemptOutcome, int]] = {
     "deferred": ("accepted", AttemptOutcome.DEFERRED, 1),
     "failed": ("failed", AttemptOutcome.FAILED, 0),
 }
+_NO_DETAIL = AttemptDetail()
 
 
 def settle_params(settlement: Settlement) -> dict[str, Any]:
-    """One settlement as the parameters of :data:`_FINISH` (and of a row of PostgreSQL's
-    batch)."""
+    """One settlement as the parameters of :data:`_FINISH` and :data:`_SETTLE_JOB_ATTEMPT`
+    (and of a row of PostgreSQL's batch)."""
     state, outcome, refund = _SETTLED_AS[settlement.outcome]
+    detail = settlement.detail or _NO_DETAIL
     return {
         "id": settlement.job_id,
         "token": settlement.lease_token,
@@ -201,6 +232,10 @@ def settle_params(settlement: Settlement) -> dict[str, Any]:
         "business_id": settlement.business_id,
         "delay": float(settlement.delay_seconds),
         "refund": refund,
+        "target": detail.target,
+        "http_status": detail.http_status,
+        "snippet": detail.snippet,
+        "duration_ms": detail.duration_ms,
     }
 
 
@@ -212,7 +247,7 @@ def settle(batch: Sequence[Mapping[str, Any]]) -> Tx[list[bool]]:
     for params in batch:
         ours: bool = (yield count(_FINISH, **params)) == 1
         if ours:
-            yield count(END_JOB_ATTEMPT, **params)
+            yield count(_SETTLE_JOB_ATTEMPT, **params)
         answers.append(ours)
     return answers
 

@@ -75,15 +75,47 @@ _BY_STATE = {
     "failed": "d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')",
     "processing": "d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')",
 }
-_SEARCHES = {
-    (by_ref, state): Sql(
-        f"{_LISTED} WHERE {_BY_REF if by_ref else 'TRUE'} AND {_BY_STATE.get(state, 'TRUE')}"
-        " AND (d.event_type = :type OR :type IS NULL)"
-        " AND (d.id >= :floor OR :floor IS NULL)"
-        " AND (d.id < :ceiling OR :ceiling IS NULL)" + _PAGE
+#: Retained payloads of the window (the payloads' primary key bounds the walk) whose JSON
+#: value at ``:payload_path`` is ``:payload_value`` ({payload_is}: dialect.py).
+_BY_PAYLOAD = (
+    "d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor"
+    " AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND {payload_is:p})"
+)
+_FILTERS = (
+    " AND (lower(d.event_type) LIKE :type ESCAPE '\\' OR :type IS NULL)"
+    " AND (d.id >= :floor OR :floor IS NULL)"
+    " AND (d.id < :ceiling OR :ceiling IS NULL)"
+    " AND (d.source = :source OR :source IS NULL)"
+    f" AND ({_STATUS} = :status OR :status IS NULL)"
+)
+_SearchKey = tuple[bool, str, bool]
+
+
+def _where(key: _SearchKey) -> str:
+    by_ref, state, by_payload = key
+    return (
+        f" WHERE {_BY_REF if by_ref else 'TRUE'} AND {_BY_STATE.get(state, 'TRUE')}"
+        f" AND {_BY_PAYLOAD if by_payload else 'TRUE'}" + _FILTERS
     )
+
+
+_SEARCH_KEYS: list[_SearchKey] = [
+    (by_ref, state, by_payload)
     for by_ref in (True, False)
     for state in ("", "failed", "processing", "accepted", "completed")
+    for by_payload in (True, False)
+]
+_SEARCHES = {
+    key: Sql(
+        _LISTED + _where(key) + " AND (d.id < :before OR :before IS NULL)"
+        " ORDER BY d.id DESC LIMIT :limit"
+    )
+    for key in _SEARCH_KEYS
+}
+#: How many match, counted up to ``:cap`` (a count never walks more than that).
+_SEARCH_COUNTS = {
+    key: Sql(f"SELECT count(*) FROM (SELECT 1 FROM deliveries d{_where(key)} LIMIT :cap) AS c")
+    for key in _SEARCH_KEYS
 }
 _BY_EVENT = Sql(
     "SELECT id FROM deliveries WHERE event_id = :event_id AND (source = :source OR :source IS NULL)"
@@ -128,6 +160,30 @@ def _reserve_inline(
         outcomes.append(outcome)
     yield WAKE
     return reservation, outcomes
+
+
+def _search_key(query: DeliverySearch) -> _SearchKey:
+    return (query.ref is not None, query.status or "", query.payload is not None)
+
+
+def _search_params(query: DeliverySearch) -> dict[str, object]:
+    since, until, payload = query.since, query.until, query.payload
+    params: dict[str, object] = {
+        "ref": query.ref,
+        "source": query.source,
+        "type": query.type_pattern,
+        "status": query.status,
+        "floor": delivery_id_floor(since.timestamp()) if since is not None else None,
+        "ceiling": delivery_id_floor(until.timestamp()) if until is not None else None,
+        "before": query.before,
+    }
+    if payload is not None:
+        if since is None:
+            raise ValueError("a payload match needs a time window (since)")
+        params.update(
+            payload_path=payload.path, payload_value=payload.value_json, needle=payload.needle
+        )
+    return params
 
 
 class Journal:
@@ -183,19 +239,16 @@ class Journal:
 
     async def search_deliveries(self, query: DeliverySearch) -> list[DeliveryView]:
         """A keyset page of the journal, newest first (never OFFSET)."""
-        since, until = query.since, query.until
         found = await self._db.rows(
-            _SEARCHES[(query.ref is not None, query.status or "")],
-            ref=query.ref,
-            source=query.source,
-            type=query.event_type,
-            status=query.status,
-            floor=delivery_id_floor(since.timestamp()) if since is not None else None,
-            ceiling=delivery_id_floor(until.timestamp()) if until is not None else None,
-            before=query.before,
-            limit=query.limit,
+            _SEARCHES[_search_key(query)], **_search_params(query), limit=query.limit
         )
         return [DeliveryView.listed(r, self._db.decode_time) for r in found]
+
+    async def count_deliveries(self, query: DeliverySearch, *, cap: int) -> int:
+        """How many deliveries match (ignoring ``before``), counted up to ``cap``."""
+        params = {**_search_params(query), "cap": cap}
+        del params["before"]
+        return int(await self._db.value(_SEARCH_COUNTS[_search_key(query)], **params))
 
     async def read_stored(self, delivery_id: str) -> tuple[bytes, dict[str, str]] | None:
         """The raw body and the kept headers while retained (trace re-evaluates route

@@ -2,7 +2,8 @@
 the outbox under a stable key so that the relay sends each one once.
 
 The facts are already in the store: failed jobs (``failed_at``), pauses in the audit
-(``operator_actions``), kept rejected deliveries (``last_seen_at``). A sweep reads them,
+(``operator_actions``), kept rejected deliveries (``last_seen_at``), a destination's
+circuit opening (``destinations.last_opened_at``). A sweep reads them,
 per minute, over a lookback, and the caller folds minutes into windows; each notice is
 an outbox row keyed by its window, inserted ``ON CONFLICT DO NOTHING``: sweeping the
 same facts again writes nothing, and a notifier's hourly budget is counted in the same
@@ -61,7 +62,19 @@ _REJECTED = Sql(
     f" WHERE last_seen_at > {_RECENT}"
     " GROUP BY source, reason, {minute:last_seen_at} ORDER BY minute LIMIT :limit"
 )
-_QUERIES = {"dead_letter": _DEAD_LETTERS, "source_paused": _PAUSES, "rejected_delivery": _REJECTED}
+#: A circuit's last opening (kept when it closes again): no source, the destination as
+#: the subject.
+_CIRCUITS = Sql(
+    "SELECT '' AS source, name AS subject, 'consecutive_failures' AS reason,"
+    " {minute:last_opened_at} AS minute, 1 AS n, NULL AS actor FROM destinations"
+    f" WHERE last_opened_at > {_RECENT} ORDER BY minute LIMIT :limit"
+)
+_QUERIES = {
+    "dead_letter": _DEAD_LETTERS,
+    "source_paused": _PAUSES,
+    "rejected_delivery": _REJECTED,
+    "circuit_open": _CIRCUITS,
+}
 _SENT_LAST_HOUR = Sql(
     "SELECT count(*) FROM outbox WHERE kind = :kind AND created_at > {now} - {secs:hour}"
 )

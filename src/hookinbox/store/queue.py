@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from hookinbox.codes import AttemptOutcome
+from hookinbox.codes import DEFERRING_STATUSES, AttemptOutcome, http_status_code
 from hookinbox.store.audit import AUDIT
 from hookinbox.store.hot_path import (
     CLEAR_LEASE,
@@ -20,7 +20,13 @@ from hookinbox.store.hot_path import (
     settle_params,
 )
 from hookinbox.store.operator_records import JobDetail
-from hookinbox.store.records import AttemptView, ClaimedJob, JobState, Settlement
+from hookinbox.store.records import (
+    AttemptDetail,
+    AttemptView,
+    ClaimedJob,
+    JobState,
+    Settlement,
+)
 from hookinbox.store.sql import WAKE, Sql, Tx, literal, many, rows
 
 if TYPE_CHECKING:
@@ -56,20 +62,30 @@ _ORDERS: dict[DeadLetterOrder, tuple[str, str]] = {
         "j.failed_at, j.id",
     ),
 }
+_DEAD_FILTER = (
+    " WHERE j.state = 'failed'"
+    " AND (j.source = :source OR :source IS NULL)"
+    " AND (j.action = :action OR :action IS NULL)"
+    " AND (j.last_error = :reason OR :reason IS NULL)"
+    " AND (j.failed_at >= :since OR :since IS NULL)"
+    " AND (j.failed_at < :until OR :until IS NULL)"
+)
 _DEAD_LETTERS = {
     order: Sql(
-        JOB_DETAIL + " WHERE j.state = 'failed'"
-        " AND (j.source = :source OR :source IS NULL)"
-        " AND (j.action = :action OR :action IS NULL)"
-        " AND (j.last_error = :reason OR :reason IS NULL)"
-        " AND (j.failed_at >= :since OR :since IS NULL)"
-        f" AND ({after} OR :before IS NULL) ORDER BY {by} LIMIT :limit"
+        JOB_DETAIL + _DEAD_FILTER + f" AND ({after} OR :before IS NULL) ORDER BY {by} LIMIT :limit"
     )
     for order, (after, by) in _ORDERS.items()
 }
+_COUNT_DEAD = Sql("SELECT count(*) FROM jobs j" + _DEAD_FILTER)
 _ATTEMPTS = Sql(
-    "SELECT number, trigger, worker, started_at, ended_at, outcome, error_code"
+    "SELECT number, trigger, worker, started_at, ended_at, outcome, error_code, target,"
+    " http_status, response_snippet, duration_ms, next_attempt_at"
     " FROM attempts WHERE job_id = :id ORDER BY id"
+)
+#: Waits a target asked for (429/503 with Retry-After) that gave their attempt back.
+_TARGET_DEFERRALS = Sql(
+    "SELECT count(*) FROM attempts WHERE job_id = :id"
+    f" AND outcome = {literal(AttemptOutcome.DEFERRED)} AND error_code {{in:codes}}"
 )
 _RENEW = Sql("UPDATE jobs SET lease_expires_at = {now} + {secs:lease} WHERE " + LEASE_HELD)
 _REQUEUE = Sql(
@@ -146,32 +162,66 @@ class Queue:
         (ours,) = await self.settle_jobs([settlement])
         return ours
 
-    async def complete_job(self, job_id: str, lease_token: str, business_id: str | None) -> bool:
+    async def complete_job(
+        self,
+        job_id: str,
+        lease_token: str,
+        business_id: str | None,
+        *,
+        detail: AttemptDetail | None = None,
+    ) -> bool:
         """Mark completed if the lease is still ours; False when it was lost."""
         return await self._settle_one(
-            Settlement(job_id, lease_token, "completed", business_id=business_id)
+            Settlement(job_id, lease_token, "completed", business_id=business_id, detail=detail)
         )
 
     async def retry_job(
-        self, job_id: str, lease_token: str, error_code: str, delay_seconds: float
+        self,
+        job_id: str,
+        lease_token: str,
+        error_code: str,
+        delay_seconds: float,
+        *,
+        detail: AttemptDetail | None = None,
     ) -> bool:
         """Back to accepted, due after ``delay_seconds`` from the database clock."""
         return await self._settle_one(
-            Settlement(job_id, lease_token, "retry", error_code, delay_seconds)
+            Settlement(job_id, lease_token, "retry", error_code, delay_seconds, detail=detail)
         )
 
     async def defer_job(
-        self, job_id: str, lease_token: str, reason: str, delay_seconds: float
+        self,
+        job_id: str,
+        lease_token: str,
+        reason: str,
+        delay_seconds: float,
+        *,
+        detail: AttemptDetail | None = None,
     ) -> bool:
         """Back to accepted after ``delay_seconds`` without spending an attempt: the job
         waits for something outside itself (another job holding its effect's key)."""
         return await self._settle_one(
-            Settlement(job_id, lease_token, "deferred", reason, delay_seconds)
+            Settlement(job_id, lease_token, "deferred", reason, delay_seconds, detail=detail)
         )
 
-    async def fail_job(self, job_id: str, lease_token: str, error_code: str) -> bool:
+    async def fail_job(
+        self,
+        job_id: str,
+        lease_token: str,
+        error_code: str,
+        *,
+        detail: AttemptDetail | None = None,
+    ) -> bool:
         """Dead-letter the job with its error code."""
-        return await self._settle_one(Settlement(job_id, lease_token, "failed", error_code))
+        return await self._settle_one(
+            Settlement(job_id, lease_token, "failed", error_code, detail=detail)
+        )
+
+    async def count_target_deferrals(self, job_id: str) -> int:
+        """How many times the job's target put it off (429/503 with ``Retry-After``)
+        without spending an attempt."""
+        codes = sorted(http_status_code(status) for status in DEFERRING_STATUSES)
+        return int(await self._db.value(_TARGET_DEFERRALS, id=job_id, codes=codes) or 0)
 
     async def fail_exhausted_leases(self) -> int:
         """Dead-letter jobs whose lease expired with no attempts left (their worker died on
@@ -216,20 +266,37 @@ class Queue:
         action: str | None = None,
         reason: str | None = None,
         since: datetime | None = None,
+        until: datetime | None = None,
         before: str | None = None,
         order: DeadLetterOrder = "newest_job",
         limit: int = 50,
     ) -> list[JobDetail]:
         """Failed jobs (the one dead-letter listing): of a source, an action, with a
-        last error (``reason``), failed at or after ``since``; a keyset page after the
-        job ``before`` in ``order``."""
+        last error (``reason``), failed at or after ``since`` and before ``until``; a
+        keyset page after the job ``before`` in ``order``."""
         found = await self._db.rows(
             _DEAD_LETTERS[order],
             source=source,
             action=action,
             reason=reason,
             since=since,
+            until=until,
             before=before,
             limit=limit,
         )
         return [JobDetail.from_row(r, self._db.decode_time) for r in found]
+
+    async def count_dead_letters(
+        self,
+        *,
+        source: str | None = None,
+        action: str | None = None,
+        reason: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> int:
+        """How many failed jobs :meth:`list_dead_letters` would find with no limit."""
+        found = await self._db.value(
+            _COUNT_DEAD, source=source, action=action, reason=reason, since=since, until=until
+        )
+        return int(found)

@@ -38,6 +38,15 @@ _PER_MINUTE = Sql(
     "SELECT source, {minute:first_seen_at} AS minute, count(*) AS n"
     " FROM deliveries WHERE id >= :floor GROUP BY 1, 2 ORDER BY 2"
 )
+#: The most recent attempts the overview's failure series looks at: a scan of the
+#: primary key's tail, bounded whatever the table holds (attempts have no time index).
+FAILURE_SCAN = 100_000
+_FAILED_PER_MINUTE = Sql(
+    "SELECT {minute:ended_at} AS minute, count(*) AS n FROM attempts"
+    " WHERE id > (SELECT coalesce(max(id), 0) FROM attempts) - :scan"
+    " AND ended_at >= :since AND outcome IN ('retry', 'failed', 'lease_expired')"
+    " GROUP BY 1 ORDER BY 1"
+)
 _REASONS = Sql(
     "SELECT source, action, coalesce(last_error, '') AS reason, count(*) AS n"
     " FROM jobs WHERE state = 'failed' GROUP BY 1, 2, 3 ORDER BY n DESC, reason"
@@ -47,6 +56,10 @@ _OLDER = "< {now} - {secs:age}"
 _EXPIRED = "FROM jobs WHERE state = 'processing' AND lease_expires_at < {now}"
 _STALE = "FROM jobs WHERE state = 'accepted' AND created_at " + _OLDER
 _PAST_REVIEW = "FROM jobs WHERE state = 'failed' AND failed_at " + _OLDER
+_UNREVIEWED = (
+    "FROM resource_transitions t JOIN resources r ON r.id = t.resource_id"
+    " WHERE t.outcome = 'rejected' AND t.reviewed_at IS NULL AND t.created_at " + _OLDER
+)
 _JOBLESS = "FROM deliveries d WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)"
 _UNRECORDED = (
     "FROM effects e LEFT JOIN jobs j ON j.id = e.job_id WHERE e.state = 'started'"
@@ -93,6 +106,15 @@ ANOMALY_CHECKS: dict[str, tuple[Sql, Sql]] = {
             "SELECT e.key AS id, j.delivery_id, j.source,"
             " 'job ' || coalesce(e.job_id, '?') || ' is ' || coalesce(j.state, 'gone') AS detail,"
             " e.created_at AS since " + _UNRECORDED + " ORDER BY e.created_at LIMIT :limit"
+        ),
+    ),
+    "unreviewed_transitions": (
+        Sql("SELECT count(*) " + _UNREVIEWED),
+        Sql(
+            "SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, r.kind AS source,"
+            " t.resource_id || ' ' || coalesce(t.from_state, '?') || ' -> '"
+            " || coalesce(t.to_state, '?') || ' (' || coalesce(t.reason, '?') || ')' AS detail,"
+            " t.created_at AS since " + _UNREVIEWED + " ORDER BY t.id LIMIT :limit"
         ),
     ),
 }
@@ -145,6 +167,12 @@ class Reads:
         found = await self._db.rows(_PER_MINUTE, floor=delivery_id_floor(since.timestamp()))
         return [(r["source"], int(r["minute"]), int(r["n"])) for r in found]
 
+    async def failed_attempts_per_minute(self, since: datetime) -> list[tuple[int, int]]:
+        """``(minute since the epoch, attempts that failed)`` since a time (retried,
+        dead-lettered or lease lost), among the last FAILURE_SCAN attempts."""
+        found = await self._db.rows(_FAILED_PER_MINUTE, since=since, scan=FAILURE_SCAN)
+        return [(int(r["minute"]), int(r["n"])) for r in found]
+
     async def dead_letter_reasons(self) -> list[tuple[str, str, str, int]]:
         """``(source, action, last error code, failed jobs)``, largest group first."""
         found = await self._db.rows(_REASONS)
@@ -156,6 +184,6 @@ class Reads:
         """Run one named reconciliation query (:data:`ANOMALY_CHECKS`):
         ``expired_leases``, ``stale_accepted``, ``failed_past_review``,
         ``deliveries_without_jobs`` (samples grouped by source and type),
-        ``unrecorded_effects``."""
+        ``unrecorded_effects``, ``unreviewed_transitions``."""
         tx = _anomalies(check, float(older_than_seconds), limit, self._db.decode_time)
         return await self._db.run(tx, atomic=False)

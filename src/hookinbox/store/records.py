@@ -12,7 +12,7 @@ tracked resources' and the outbox's in :mod:`hookinbox.store.resource_records`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal, Self, TypeVar, get_args
@@ -83,6 +83,8 @@ def no_times(value: Any) -> datetime | None:
 class NewJob:
     id: str
     action: str
+    #: The attempts its route allows (a retry schedule's length + 1); None: the delivery's.
+    max_attempts: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,9 +176,8 @@ class Settlement:
     delay_seconds: float = 0.0
     #: What a completed job made (the effect's id), shown to operators.
     business_id: str | None = None
-    #: Detail of the attempt (target, status, response snippet, duration) for stores
-    #: whose attempts table has columns for it; ignored where it has none.
-    detail: Mapping[str, Any] | None = None
+    #: What the attempt met (target, status, response snippet, duration), kept with it.
+    detail: AttemptDetail | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +240,21 @@ class JobView(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class AttemptDetail:
+    """What one attempt met, kept with it when it is settled (issue 12): never the
+    payload that was sent, only where it went and what came back."""
+
+    #: A forward's host and path (never its query), or the handler's name.
+    target: str | None = None
+    #: The target's HTTP status, when it answered.
+    http_status: int | None = None
+    #: At most 512 UTF-8 bytes of the target's answer, control characters removed.
+    snippet: str | None = None
+    #: How long the action ran, in milliseconds.
+    duration_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AttemptView(Record):
     number: int
     trigger: str
@@ -247,6 +263,12 @@ class AttemptView(Record):
     ended_at: datetime | None
     outcome: str | None
     error_code: str | None
+    target: str | None
+    http_status: int | None
+    response_snippet: str | None
+    duration_ms: int | None
+    #: When the job was due again after this attempt (a retry or a deferral).
+    next_attempt_at: datetime | None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -257,6 +279,11 @@ class AttemptView(Record):
             "ended_at": iso(self.ended_at),
             "outcome": self.outcome,
             "error_code": self.error_code,
+            "target": self.target,
+            "http_status": self.http_status,
+            "response_snippet": self.response_snippet,
+            "duration_ms": self.duration_ms,
+            "next_attempt_at": iso(self.next_attempt_at),
         }
 
 
@@ -316,15 +343,31 @@ def delivery_status(states: Sequence[JobState]) -> DeliveryStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class PayloadMatch:
+    """A retained payload whose JSON value at ``path`` (keys joined by dots, each
+    ``[A-Za-z0-9_-]``) equals ``value_json`` (a JSON scalar as text). ``needle`` is bytes
+    every matching body holds (the value as typed), checked before any JSON is parsed, so
+    the cost is a byte search over the window's payloads, then a parse of the few that
+    hold it; empty when the value could be escaped in the body."""
+
+    path: str
+    value_json: str
+    needle: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
 class DeliverySearch:
     """A keyset page of the journal, newest first. ``since``/``until`` become bounds on
-    the time-ordered delivery id, so the primary key serves them."""
+    the time-ordered delivery id, so the primary key serves them (and the payloads' key,
+    for a payload match). ``type_pattern`` is a lower-case LIKE pattern (``\\`` escapes),
+    matched against the lower-cased event type."""
 
     ref: str | None = None  # a delivery id or an event id
     source: str | None = None
-    event_type: str | None = None
+    type_pattern: str | None = None
     status: DeliveryStatus | None = None
     since: datetime | None = None
     until: datetime | None = None
+    payload: PayloadMatch | None = None
     before: str | None = None  # the last delivery id of the previous page
     limit: int = 50

@@ -104,6 +104,9 @@ _KEEP = Sql(
     " retried_at = NULL, retry_outcome = NULL, retry_delivery_id = NULL"
     " RETURNING id"
 )
+# Writes of one source take turns (else two concurrent trims, each not seeing the other's
+# new row, could leave the ring one row over its bound).
+_RING_LOCK = Sql("SELECT {xact_lock:ring} AS locked")
 # The ring: the source's rows newest first; past max_rows, or past max_bytes in total.
 _TRIM = Sql(
     "DELETE FROM rejected_deliveries WHERE id IN (SELECT id FROM ("
@@ -138,6 +141,7 @@ _TOTALS = Sql(
 def _keep(item: NewRejected, max_rows: int, max_bytes: int) -> Tx[str | None]:
     headers = json.dumps(item.headers, separators=(",", ":"))
     stored = len(item.body or b"") + len(headers)
+    yield row(_RING_LOCK, ring="rejected:" + item.source)
     kept = yield row(
         _KEEP,
         id=item.id,

@@ -202,6 +202,18 @@ def build_signer(name: str, source: Source, secret: str) -> Signer:
     return _naming(where, source, lambda: scheme.signer(source, secret))
 
 
+def signature_headers(source: Source) -> frozenset[str]:
+    """The headers an ``hmac`` source's options name (the signature, its timestamp, the
+    event id and type): kept with each delivery and passed on by a forward like the fixed
+    providers' own prefixes (``stripe-``, ``webhook-`` ...), so the target can check the
+    signature again over the raw body it gets."""
+    options = source.hmac if source.scheme == "hmac" else None
+    if options is None:
+        return frozenset()
+    named = (options.header, options.timestamp_header, options.id_header, options.type_header)
+    return frozenset(name for name in named if name)
+
+
 def credential_headers(source: Source) -> frozenset[str]:
     """Headers that carry a credential for this source: never stored, logged or passed on
     (a kept rejected delivery drops them too)."""

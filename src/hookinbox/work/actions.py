@@ -15,6 +15,7 @@ import httpx
 from hookinbox import outbound
 from hookinbox.ids import forward_effect_key
 from hookinbox.tracing import NOOP, Tracing
+from hookinbox.work.destinations import DestinationGate
 from hookinbox.work.effects import JobContext, SyncJobContext
 from hookinbox.work.handlers import NO_SERVICES, plan_call
 
@@ -79,12 +80,20 @@ class ForwardAction:
     """
 
     def __init__(
-        self, url: str, timeout: float, client: httpx.AsyncClient, *, tracing: Tracing = NOOP
+        self,
+        url: str,
+        timeout: float,
+        client: httpx.AsyncClient,
+        *,
+        tracing: Tracing = NOOP,
+        gate: DestinationGate | None = None,
     ) -> None:
         self._url = url
         self._timeout = timeout
         self._client = client
         self._tracing = tracing
+        #: A ``[destinations.NAME]``'s rate, in-flight limit and circuit (or None).
+        self._gate = gate
 
     async def run(self, event: Event, ctx: JobContext) -> str | None:
         """The POST is an effect like any other: recorded in the ledger under the job's
@@ -93,13 +102,30 @@ class ForwardAction:
         same Idempotency-Key."""
 
         async def post(key: str) -> dict[str, Any]:
-            return {"id": await self.send(event, ctx.job_id)}
+            response = await self.post(event, ctx.job_id)
+            ctx.answer_status = response.status_code
+            ctx.answer_snippet = outbound.snippet(response.content)
+            return {"id": _business_id_from_answer(response)}
 
-        await ctx.effect(forward_effect_key(ctx.job_id), post)
+        if self._gate is None:
+            await ctx.effect(forward_effect_key(ctx.job_id), post)
+            return ctx.business_id
+        # Before the ledger: a held job leaves no started effect and sends nothing.
+        await self._gate.admit(ctx.job_id)
+        try:
+            await ctx.effect(forward_effect_key(ctx.job_id), post)
+        except BaseException as exc:
+            await self._gate.release(ctx.job_id, exc)
+            raise
+        await self._gate.release(ctx.job_id, None)
         return ctx.business_id
 
     async def send(self, event: Event, job_id: str) -> str | None:
-        """One POST; the target's ``{"id": ...}`` answer, or a failed attempt's code.
+        """One POST; the target's ``{"id": ...}`` answer, or a failed attempt's code."""
+        return _business_id_from_answer(await self.post(event, job_id))
+
+    async def post(self, event: Event, job_id: str) -> httpx.Response:
+        """One POST; the target's 2xx answer, or a failed attempt's code.
 
         The provider's headers go on as the bytes they came as; the event id and type,
         which may be any text (docs/edge.md), percent-encoded (:func:`outbound.header_text`).
@@ -121,7 +147,7 @@ class ForwardAction:
                 self._client, self._url, content=event.body, headers=headers, timeout=self._timeout
             )
             span.set("http.response.status_code", response.status_code)
-        return _business_id_from_answer(response)
+        return response
 
 
 def _business_id_from_answer(response: httpx.Response) -> str | None:

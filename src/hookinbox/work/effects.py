@@ -10,7 +10,9 @@ A handler wraps every external call in ``ctx.effect(key, do, find)``. The ledger
   call and the record, so the effect may exist. ``find(key)`` asks the external system;
   what it finds is recorded. Only when it finds nothing (or there is no ``find``) is
   ``do`` called again;
-- unknown: the row is started, then ``do(key)`` runs and its result is recorded.
+- unknown: the row is started, then ``do(key)`` runs and its result is recorded. When
+  ``do`` fails saying nothing was started (``ActionError(..., not_started=True)``, as a
+  forward whose target refused the connection does), the row is released again.
 
 ``do`` receives the key so it can pass it on as the external API's own idempotency key,
 which closes the last gap (a crash after the call, with no ``find``). Results are small
@@ -28,7 +30,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hookinbox.codes import JobCode
-from hookinbox.errors import HookinboxError
+from hookinbox.errors import ActionError, HookinboxError
 from hookinbox.logs import get_logger
 from hookinbox.store import Store
 
@@ -111,6 +113,9 @@ class JobContext:
     settled: JobSettled | None = None
     #: The application's services (``Inbox(config, services={...})``), read-only.
     services: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    #: A forward's 2xx answer, kept with the attempt: its status and a bounded snippet.
+    answer_status: int | None = None
+    answer_snippet: str | None = None
 
     async def effect(self, key: str, do: EffectFn, find: EffectFn | None = None) -> Any:
         """Make the effect under ``key`` once; return its (recorded) result."""
@@ -123,7 +128,7 @@ class JobContext:
             # come back after its lease, when it is either recorded or abandoned.
             raise EffectInProgress()
         if start.created:
-            result = await self.invoke(do, key)
+            result = await self._first_try(key, do)
         else:
             # Started but never recorded, and nobody holds it: a worker died between the
             # external call and the record. Ask the external system before calling again.
@@ -136,6 +141,19 @@ class JobContext:
         record = await self.store.effects.record_effect(key, _checked_result(result))
         log.info("effect_recorded", job_id=self.job_id)
         return self._note(key, record.result)
+
+    async def _first_try(self, key: str, do: EffectFn) -> Any:
+        """``do`` under a key this attempt just started. When it fails saying the effect
+        certainly did not begin (``ActionError(not_started=True)``: a forward whose
+        connection was refused), the key is released, so the ledger never shows an effect
+        "started and never recorded" that never was. A key started by an earlier attempt
+        is kept whatever this one says: that attempt may have reached the target."""
+        try:
+            return await self.invoke(do, key)
+        except ActionError as exc:
+            if exc.not_started:
+                await self.store.effects.release_effect(key, self.job_id)
+            raise
 
     def _note(self, key: str, result: Any) -> Any:
         self.effects.append(key)

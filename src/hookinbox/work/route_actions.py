@@ -11,14 +11,18 @@ from typing import Any
 
 import httpx
 
+from hookinbox import outbound
 from hookinbox.config import Config, Route
 from hookinbox.loading import load_callable
 from hookinbox.metrics import Metrics
 from hookinbox.resources.machine import build_machines
+from hookinbox.store import Store
 from hookinbox.tracing import NOOP, Tracing
 from hookinbox.work.actions import Action, ForwardAction, HandlerAction
+from hookinbox.work.destinations import DestinationGate
 from hookinbox.work.handlers import load_services
 from hookinbox.work.resource_action import ResourceAction
+from hookinbox.work.retry_policy import RetryPolicy
 
 
 def build_actions(
@@ -28,14 +32,21 @@ def build_actions(
     services: Mapping[str, Any] | None = None,
     *,
     tracing: Tracing = NOOP,
+    store: Store | None = None,
 ) -> dict[tuple[str, str], Action]:
     """Every (source, action) of the config, resolved now so a typo fails at start-up.
     ``services`` (else the config's ``[worker] services`` factory) are what handlers
-    ask for by name."""
+    ask for by name. ``store`` holds the destinations' shared state (without one, a
+    destination route forwards with no gate: a dry build at start-up)."""
     machines = build_machines(config.machines)
     if services is None:
         services = load_services(config)
     actions: dict[tuple[str, str], Action] = {}
+    gates = {
+        name: DestinationGate(name, destination, store)
+        for name, destination in config.destinations.items()
+        if store is not None
+    }
     for name, source in config.sources.items():
         for index, route in enumerate(source.routes):
             where = f"sources.{name}.routes.{index}"
@@ -43,6 +54,16 @@ def build_actions(
                 machine = machines[route.resource.kind]
                 actions[(name, route.action)] = ResourceAction(
                     name, route.resource, machine, metrics
+                )
+                continue
+            if route.destination is not None:
+                destination = config.destinations[route.destination]
+                actions[(name, route.action)] = ForwardAction(
+                    destination.url,
+                    destination.timeout_seconds,
+                    client,
+                    tracing=tracing,
+                    gate=gates.get(route.destination),
                 )
                 continue
             actions[(name, route.action)] = _build(route, where, client, services, tracing)
@@ -61,3 +82,30 @@ def _build(
         return HandlerAction(load_callable(route.handler, where), services, where=where)
     assert route.forward is not None
     return ForwardAction(route.forward, route.forward_timeout_seconds, client, tracing=tracing)
+
+
+def build_retry_policies(config: Config) -> dict[tuple[str, str], RetryPolicy]:
+    """Each (source, action)'s retry policy: its schedule, or ``[worker]``'s backoff."""
+    return {
+        (name, route.action): RetryPolicy.build(config.worker, route)
+        for name, source in config.sources.items()
+        for route in source.routes
+    }
+
+
+def build_targets(config: Config) -> dict[tuple[str, str], str]:
+    """What each (source, action)'s attempts record as their target: a forward's host and
+    path (never its query), a handler's ``module:function``, a resource route's kind."""
+    targets: dict[tuple[str, str], str] = {}
+    for name, source in config.sources.items():
+        for route in source.routes:
+            if route.destination is not None:
+                target = outbound.target_of(config.destinations[route.destination].url)
+            elif route.forward is not None:
+                target = outbound.target_of(route.forward)
+            elif route.handler is not None:
+                target = route.handler
+            else:
+                target = f"resource:{route.resource.kind if route.resource else '?'}"
+            targets[(name, route.action)] = target
+    return targets

@@ -23,16 +23,17 @@ import httpx
 from hookinbox.backoff import JITTER, backoff_seconds
 from hookinbox.codes import JobCode, error_code_of
 from hookinbox.config import Config
-from hookinbox.errors import MalformedJson
+from hookinbox.errors import MalformedJson, TargetAnswered
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
-from hookinbox.store import ClaimedJob, Settlement, Store
+from hookinbox.store import AttemptDetail, ClaimedJob, Settlement, SettleOutcome, Store
 from hookinbox.tracing import Tracing, build_tracing
 from hookinbox.verify.bodies import BodyReader
 from hookinbox.work.actions import Action, Event
 from hookinbox.work.effects import EffectInProgress, JobContext, JobSettled
 from hookinbox.work.handlers import PayloadInvalid, load_services
-from hookinbox.work.route_actions import build_actions
+from hookinbox.work.retry_policy import Decision, Failure, RetryPolicy
+from hookinbox.work.route_actions import build_actions, build_retry_policies, build_targets
 from hookinbox.work.settling import SettleBatcher
 
 log = get_logger("hookinbox.worker")
@@ -66,10 +67,21 @@ class WorkerPool:
             dict(actions)
             if actions is not None
             else build_actions(
-                config, self._client, self.metrics, self.services, tracing=self._tracing
+                config,
+                self._client,
+                self.metrics,
+                self.services,
+                tracing=self._tracing,
+                store=store,
             )
         )
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        #: Each route's retry policy (its schedule and dead-letter statuses), and the
+        #: default one for a job whose route is gone.
+        self._policies = build_retry_policies(config)
+        self._default_policy = RetryPolicy.build(config.worker)
+        #: What each attempt records as its target (a forward's host and path, a handler).
+        self._targets = build_targets(config)
         #: Each source's stored body read as its receiver read it (JSON, or a form).
         self._bodies = BodyReader(config)
         self._running: set[asyncio.Task[None]] = set()
@@ -171,7 +183,7 @@ class WorkerPool:
         self._leases[job.id] = job.lease_token
         try:
             try:
-                ended = await self._attempt(job)
+                ended = await self._attempt(job, started)
             finally:
                 self._busy -= 1
                 self._slot_freed.set()
@@ -182,48 +194,64 @@ class WorkerPool:
     async def run_job(self, job: ClaimedJob) -> None:
         """Run one claimed job to its settlement (how ``hookinbox.testing`` runs jobs)."""
         started = time.monotonic()
-        await self._settle(job, await self._attempt(job), started)
+        await self._settle(job, await self._attempt(job, started), started)
 
-    async def _attempt(self, job: ClaimedJob) -> Settlement | JobSettled:
-        """Run the job's action; how its attempt ends (or what the action settled)."""
+    async def _attempt(self, job: ClaimedJob, started: float) -> Settlement | JobSettled | None:
+        """Run the job's action; how its attempt ends, with what it met (or what the action
+        settled; None: the store could not say how, and the lease is left to expire)."""
         self.metrics.job_started(job.source, job.action)
+        answered: list[JobContext] = []  # the job's context, for a forward's 2xx answer
         try:
             with self._tracing.attempt(job):
                 # A hung action would otherwise hold its lease forever. (A sync handler's
                 # thread cannot be stopped; the effects ledger keeps its effect single.)
                 async with asyncio.timeout(self._settings.job_timeout_seconds):
-                    result = await self._execute(job)
+                    result = await self._execute(job, answered)
         except (_Unrunnable, PayloadInvalid) as exc:
-            return Settlement(job.id, job.lease_token, "failed", exc.code)
+            failure = Failure(exc.code, final=True)
+            return await self._failure(job, failure, self._detail(job, started))
         except EffectInProgress as exc:
             # Wait for another job without spending an attempt: at most a lease, since by
             # then its effect is recorded or its worker is gone.
             delay = min(self._settings.lease_seconds, self._backoff(job.attempts))
-            return Settlement(job.id, job.lease_token, "deferred", exc.code, delay)
+            detail = self._detail(job, started)
+            return Settlement(job.id, job.lease_token, "deferred", exc.code, delay, detail=detail)
         except TimeoutError:
-            return self._failure(job, JobCode.JOB_TIMEOUT)
+            failure = Failure(JobCode.JOB_TIMEOUT)
+            return await self._failure(job, failure, self._detail(job, started))
         except Exception as exc:
-            return self._failure(job, error_code_of(exc))
+            failure = Failure.of(exc, error_code_of(exc))
+            return await self._failure(job, failure, self._detail(job, started, exc))
         if isinstance(result, JobSettled):
             return result
-        return Settlement(job.id, job.lease_token, "completed", business_id=result)
+        detail = self._detail(job, started, answered=answered[0] if answered else None)
+        return Settlement(job.id, job.lease_token, "completed", business_id=result, detail=detail)
 
-    def _failure(self, job: ClaimedJob, code: str) -> Settlement:
-        if job.attempts >= job.max_attempts:
-            return Settlement(job.id, job.lease_token, "failed", code)
-        return Settlement(job.id, job.lease_token, "retry", code, self._backoff(job.attempts))
+    async def _failure(
+        self, job: ClaimedJob, failure: Failure, detail: AttemptDetail
+    ) -> Settlement | None:
+        """The route's policy over a failed attempt, as its settlement: a retry, a wait
+        that gives the attempt back (Retry-After, a held destination) or a dead letter."""
+        try:
+            decision = await self._decide(job, failure)
+        except Exception as exc:
+            # The lease will expire and the job comes back: nothing is lost.
+            fields = _log_fields(job)
+            log.error(
+                "job_settle_failed", **fields, error=failure.code, store_error=error_code_of(exc)
+            )
+            return None
+        outcome = _SETTLED_BY[decision.kind]
+        return Settlement(
+            job.id, job.lease_token, outcome, decision.code, decision.delay, detail=detail
+        )
 
     async def _settle(
-        self, job: ClaimedJob, ended: Settlement | JobSettled, started: float
+        self, job: ClaimedJob, ended: Settlement | JobSettled | None, started: float
     ) -> None:
-        fields = {
-            "job_id": job.id,
-            "delivery_id": job.delivery_id,
-            "source": job.source,
-            "action": job.action,
-            "attempt": job.attempts,
-            "trigger": job.trigger,
-        }
+        fields = _log_fields(job)
+        if ended is None:
+            return
         if isinstance(ended, JobSettled):
             self._log_settled(job, ended, fields, started)
             return
@@ -274,7 +302,31 @@ class WorkerPool:
         elif settled.ours and settled.state == "failed":
             self.metrics.job_failed(job.source, job.action, settled.outcome)
 
-    async def _execute(self, job: ClaimedJob) -> str | JobSettled | None:
+    def _detail(
+        self,
+        job: ClaimedJob,
+        started: float,
+        exc: BaseException | None = None,
+        *,
+        answered: JobContext | None = None,
+    ) -> AttemptDetail:
+        """What the attempt met: its target, the status and a snippet of the target's
+        answer (never the payload sent), and how long it took."""
+        status, snippet = None, None
+        if isinstance(exc, TargetAnswered):
+            status, snippet = exc.status, exc.snippet or None
+        elif answered is not None:
+            status, snippet = answered.answer_status, answered.answer_snippet or None
+        return AttemptDetail(
+            target=self._targets.get((job.source, job.action)),
+            http_status=status,
+            snippet=snippet,
+            duration_ms=round((time.monotonic() - started) * 1000),
+        )
+
+    async def _execute(
+        self, job: ClaimedJob, answered: list[JobContext]
+    ) -> str | JobSettled | None:
         action = self._actions.get((job.source, job.action))
         if action is None:
             raise _Unrunnable(JobCode.UNKNOWN_ACTION)
@@ -303,12 +355,23 @@ class WorkerPool:
             lease_token=job.lease_token,
             services=self.services,
         )
+        answered.append(ctx)
         ran = time.monotonic()
         try:
             result = await action.run(event, ctx)
             return ctx.settled if ctx.settled is not None else result
         finally:
             self.metrics.job_ran(job.source, job.action, time.monotonic() - ran)
+
+    async def _decide(self, job: ClaimedJob, failure: Failure) -> Decision:
+        """The route's policy over this failure (see work/retry_policy.py)."""
+        policy = self._policies.get((job.source, job.action), self._default_policy)
+        deferrals = 0
+        if policy.asks_to_wait(failure):
+            deferrals = await self._store.queue.count_target_deferrals(job.id)
+        return policy.decide(
+            failure, attempts=job.attempts, max_attempts=job.max_attempts, deferrals=deferrals
+        )
 
     def _backoff(self, attempt: int) -> float:
         return backoff_seconds(
@@ -336,6 +399,26 @@ class WorkerPool:
                 # will find the lease gone.
                 if self._leases.get(job_id) == held[job_id]:
                     del self._leases[job_id]
+
+
+def _log_fields(job: ClaimedJob) -> dict[str, object]:
+    """What every log line of a job's attempt says about it (ids, never its payload)."""
+    return {
+        "job_id": job.id,
+        "delivery_id": job.delivery_id,
+        "source": job.source,
+        "action": job.action,
+        "attempt": job.attempts,
+        "trigger": job.trigger,
+    }
+
+
+#: How each decision of a retry policy settles the job.
+_SETTLED_BY: dict[str, SettleOutcome] = {
+    "retry": "retry",
+    "defer": "deferred",
+    "dead_letter": "failed",
+}
 
 
 class _Unrunnable(Exception):

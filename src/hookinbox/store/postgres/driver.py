@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import asyncpg
 import orjson
 
-from hookinbox.errors import StoreError, StoreUnavailable
+from hookinbox.errors import StoreError, StoreNotFound, StoreUnavailable
 from hookinbox.store.dialect import POSTGRES
 from hookinbox.store.driver import Driver, new_lease_token
 from hookinbox.store.hot_path import LEASE_EXPIRED
@@ -74,7 +74,8 @@ class PostgresDriver(Driver):
         return value  # type: ignore[no-any-return]
 
     # -- lifecycle ----------------------------------------------------------------------
-    async def open(self) -> None:
+    async def open(self, *, create: bool = True) -> None:
+        """Connecting never creates a PostgreSQL database, whatever ``create`` says."""
         try:
             self._pool = await asyncpg.create_pool(
                 self.url,
@@ -84,6 +85,8 @@ class PostgresDriver(Driver):
                 command_timeout=_COMMAND_TIMEOUT,
                 reset=_no_reset,
             )
+        except asyncpg.InvalidCatalogNameError as exc:
+            raise StoreNotFound("no such PostgreSQL database") from exc
         except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
             raise StoreUnavailable(f"cannot connect to PostgreSQL: {type(exc).__name__}") from exc
 
@@ -110,6 +113,10 @@ class PostgresDriver(Driver):
                 yield conn
         except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
             raise store_error(exc) from exc
+
+    async def has_schema(self) -> bool:
+        async with self._conn() as conn:
+            return bool(await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL"))
 
     async def migrate(self) -> list[str]:
         applied: list[str] = []
@@ -243,7 +250,7 @@ class PostgresDriver(Driver):
                 "delivery_id": i.id,
                 "source": i.source,
                 "action": job.action,
-                "max_attempts": i.max_attempts,
+                "max_attempts": job.max_attempts or i.max_attempts,
             }
             for i in items
             for job in i.jobs

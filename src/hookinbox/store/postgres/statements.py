@@ -19,6 +19,7 @@ from hookinbox.store.hot_path import (
     LEASE_LAPSED,
     START_ATTEMPTS_FROM,
     finish_job_set,
+    settle_attempt_set,
 )
 from hookinbox.store.sql import Sql
 
@@ -137,22 +138,26 @@ SELECT count(*) FROM done
 
 #: Many settlements in one statement: one JSON parameter (encoded by orjson, cheaper for
 #: the client than an array per column) unpacked by ``jsonb_to_recordset``; each row
-#: applies only while its lease token still holds the job's lease.
+#: applies only while its lease token still holds the job's lease. The jobs and their
+#: attempts are written with the fragments of one settle (``s_`` columns for the
+#: parameters), so a batch keeps exactly what one settle keeps.
 SETTLE = Sql(
     f"""
 WITH settle AS (
     SELECT * FROM jsonb_to_recordset(:batch::jsonb) AS s(
         s_id text, s_token text, s_state text, s_outcome text, s_error text,
-        s_business_id text, s_delay float8, s_refund int)
+        s_business_id text, s_delay float8, s_refund int, s_target text,
+        s_http_status int, s_snippet text, s_duration_ms int)
 ),
 done AS (
     UPDATE jobs j SET {finish_job_set("s_", "make_interval(secs => s_delay)")}
     FROM settle WHERE j.id = ANY(ARRAY(SELECT s_id FROM settle))
       AND j.id = s_id AND j.lease_token = s_token AND j.state = 'processing'
-    RETURNING j.id, s_outcome, s_error
+    RETURNING j.id, settle.*
 ),
 ended AS (
-    UPDATE attempts a SET ended_at = now(), outcome = done.s_outcome, error_code = done.s_error
+    UPDATE attempts a
+    SET {settle_attempt_set("done.s_", "make_interval(secs => done.s_delay)")}
     FROM done WHERE a.job_id = ANY(ARRAY(SELECT id FROM done))
       AND a.job_id = done.id AND a.ended_at IS NULL
 )

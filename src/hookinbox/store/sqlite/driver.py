@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
-from hookinbox.errors import StoreError, StoreUnavailable
+from hookinbox.errors import StoreError, StoreNotFound, StoreUnavailable
 from hookinbox.store.dialect import SQLITE, SQLITE_NOW
 from hookinbox.store.driver import Driver
 from hookinbox.store.migrations import load_migrations
@@ -41,6 +41,7 @@ class _DatabaseThread:
 
     def __init__(self, path: str, busy_timeout_ms: int) -> None:
         self._path = path
+        self.path = path
         self._busy_timeout_ms = busy_timeout_ms
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._ready = threading.Event()
@@ -169,12 +170,24 @@ class SQLiteDriver(Driver):
         refused = (UnicodeError, OverflowError, sqlite3.DataError, sqlite3.IntegrityError)
         return isinstance(exc, StoreError) and isinstance(exc.__cause__, refused)
 
-    async def open(self) -> None:
+    async def open(self, *, create: bool = True) -> None:
+        path = self._db.path
+        if not create and (path == ":memory:" or not await asyncio.to_thread(Path(path).is_file)):
+            raise StoreNotFound(f"no SQLite store at {path!r}")
         self._wakeup = asyncio.Event()
         await asyncio.to_thread(self._db.start)
 
     async def close(self) -> None:
         await asyncio.to_thread(self._db.stop)
+
+    async def has_schema(self) -> bool:
+        def run(conn: sqlite3.Connection) -> bool:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+            ).fetchone()
+            return found is not None
+
+        return await self._db.run(run)
 
     async def migrate(self) -> list[str]:
         def run(conn: sqlite3.Connection) -> list[str]:

@@ -1,0 +1,290 @@
+"""The shapes the JSON API takes and answers, as pydantic models.
+
+They serve twice: a request's query and body are validated with them (a value outside
+the shape is a 400 ``invalid_argument``), and the OpenAPI document is generated from
+them (:mod:`hookinbox.api.spec`), so the document cannot drift from what is checked.
+Answers are what the operator functions' ``as_json()`` return; their models list the
+fields a client may rely on and allow more (a later version may add fields).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hookinbox.ops.dlq import MAX_BULK
+from hookinbox.ops.search import MAX_TERM
+
+#: The most dead letters one API retry may touch.
+MAX_API_RETRY = 1000
+#: The most rows one API page lists.
+MAX_PAGE = 500
+
+#: No control characters: neither a store's text nor an audit line holds one.
+PRINTABLE = r"^[^\u0000-\u001f\u007f-\u009f]*$"
+Term = Annotated[str, Field(max_length=MAX_TERM, pattern=PRINTABLE)]
+When = Annotated[
+    str,
+    Field(
+        max_length=40,
+        pattern=PRINTABLE,
+        description="A duration before now (24h, 15m, 7d), an ISO time (UTC when bare) "
+        "or unix seconds",
+    ),
+]
+Status = Literal["accepted", "processing", "completed", "failed"]
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Output(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+# -- inputs ---------------------------------------------------------------------------
+class DeliveryQueryParams(_Input):
+    ref: Term | None = Field(None, description="A delivery id, job id or event id")
+    source: Term | None = None
+    type: Term | None = Field(None, description="A prefix (order) or a glob (order.*)")
+    status: Status | None = None
+    since: When | None = None
+    until: When | None = None
+    where: Term | None = Field(
+        None,
+        description="A payload field of retained payloads: data.object.customer = cus_123 "
+        "(within at most 7 days; the last 24 hours unless since is given)",
+    )
+    before: Term | None = Field(None, description="The next_before of the previous page")
+    limit: int = Field(50, ge=1, le=MAX_PAGE)
+
+
+class SourceParam(_Input):
+    source: Term | None = Field(None, description="When the event id exists in several sources")
+
+
+class DeadLetterQueryParams(_Input):
+    source: Term | None = None
+    action: Term | None = None
+    reason: Term | None = Field(None, description="The last error code (http_503, ...)")
+    since: When | None = Field(None, description="Failed at or after")
+    until: When | None = Field(None, description="Failed before")
+    before: Term | None = Field(None, description="The last job id of the previous page")
+    limit: int = Field(50, ge=1, le=MAX_PAGE)
+
+
+class ReviewQueryParams(_Input):
+    all: bool = Field(False, description="Reviewed ones too (by default only those waiting)")
+    before: int | None = Field(None, ge=1, description="The last id of the previous page")
+    limit: int = Field(50, ge=1, le=1000)
+
+
+class ReviewResolution(_Input):
+    note: Annotated[str, Field(min_length=1, max_length=2000)] = Field(
+        description="What was decided, and why (kept with the review and in the audit)"
+    )
+
+
+class ReconcileParams(_Input):
+    limit: int = Field(20, ge=1, le=200, description="Samples listed per check")
+
+
+class RetryMatching(_Input):
+    source: Term | None = None
+    action: Term | None = None
+    reason: Term | None = None
+    since: When | None = None
+    until: When | None = None
+    limit: int = Field(..., ge=1, le=min(MAX_API_RETRY, MAX_BULK))
+    dry_run: bool = Field(True, description="The preview (the default): change nothing")
+    expect: int | None = Field(
+        None, ge=0, le=MAX_API_RETRY, description="Refuse unless exactly this many are selected"
+    )
+
+
+class RetryOne(_Input):
+    dry_run: bool = False
+
+
+class ReplayRequest(_Input):
+    action: Term | None = Field(None, description="Only this action's job")
+    dry_run: bool = False
+    force_effects: bool = Field(False, description="Supersede recorded effects: make them again")
+
+
+class PauseRequest(_Input):
+    reason: Annotated[str, Field(max_length=200, pattern=PRINTABLE)] | None = None
+
+
+# -- outputs --------------------------------------------------------------------------
+class Error(_Output):
+    error: str = Field(description="A stable code: invalid_argument, not_found, refused, ...")
+    sources: list[str] | None = Field(None, description="ambiguous_id: the sources to choose")
+
+
+class DeliverySummary(_Output):
+    delivery_id: str
+    source: str
+    event_id: str
+    type: str
+    status: Status
+    first_seen_at: str
+    last_seen_at: str
+    delivery_count: int
+    conflicts: int
+    body_sha256: str
+    payload_retained: bool
+
+
+class DeliveryPage(_Output):
+    count: int = Field(description="Matches in all, counted up to 1000")
+    count_capped: bool
+    next_before: str | None
+    since: str | None
+    until: str | None
+    deliveries: list[DeliverySummary]
+
+
+class Receipts(_Output):
+    first_seen_at: str
+    last_seen_at: str
+    count: int
+    conflicts: int
+
+
+class Job(_Output):
+    job_id: str
+    action: str
+    state: Status
+    attempts: int
+    max_attempts: int
+    last_error: str | None
+    attempt_history: list[dict[str, Any]]
+
+
+class TracedDelivery(_Output):
+    receipts: Receipts
+    journal: DeliverySummary
+    jobs: list[Job]
+    effects: list[dict[str, Any]]
+    operator_actions: list[dict[str, Any]]
+    routes: list[dict[str, Any]]
+
+
+class DeadLetter(_Output):
+    job_id: str
+    delivery_id: str
+    source: str
+    action: str
+    state: Status
+    attempts: int
+    max_attempts: int
+    last_error: str | None
+    event_id: str
+    type: str
+    payload_retained: bool
+    failed_at: str | None
+    review_deadline: str | None
+
+
+class DeadLetterList(_Output):
+    count: int
+    review_days: float
+    dead_letters: list[DeadLetter]
+
+
+class RetryItem(_Output):
+    job_id: str
+    delivery_id: str
+    source: str
+    action: str
+    outcome: Literal["requeued", "would_requeue", "refused"]
+    reason: str | None
+    last_error: str | None
+
+
+class RetryReport(_Output):
+    dry_run: bool
+    matched: int | None = Field(description="Bulk retry: dead letters the filter matched")
+    selected: int
+    requeued: int
+    would_requeue: int
+    refused: int
+    items: list[RetryItem]
+
+
+class ReplayJob(_Output):
+    job_id: str
+    action: str
+    outcome: str
+    reason: str | None
+
+
+class ReplayReport(_Output):
+    delivery: dict[str, Any]
+    dry_run: bool
+    force_effects: bool
+    jobs: list[ReplayJob]
+
+
+class Source(_Output):
+    source: str
+    configured: bool
+    scheme: str | None
+    routes: list[str]
+    paused: bool
+    reason: str | None
+    changed_at: str | None
+    changed_by: str | None
+
+
+class Sources(_Output):
+    sources: list[Source]
+
+
+class SourceState(_Output):
+    source: str
+    paused: bool
+    reason: str | None
+    changed_at: str | None
+    changed_by: str | None
+
+
+class Review(_Output):
+    id: int
+    resource_id: str
+    kind: str
+    tenant: str | None
+    to: str
+    reason: str | None
+    delivery_id: str | None
+    job_id: str | None
+    at: str | None
+    reviewed_at: str | None
+    reviewed_by: str | None
+    review_note: str | None
+
+
+class ReviewWithDeadline(Review):
+    review_deadline: str | None
+
+
+class Reviews(_Output):
+    count: int
+    review_seconds: float
+    reviews: list[ReviewWithDeadline]
+
+
+class Finding(_Output):
+    check: str
+    title: str
+    count: int
+    items: list[dict[str, Any]]
+
+
+class Reconciliation(_Output):
+    clean: bool
+    total: int
+    findings: list[Finding]

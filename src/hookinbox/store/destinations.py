@@ -1,0 +1,239 @@
+"""Destinations shared by every worker process: a token bucket, the forwards under way
+and a circuit breaker, each decided with the destination's row locked.
+
+A forward to a named destination first :meth:`Destinations.admit`\\ s its job: in one
+transaction the row is locked (``FOR UPDATE`` on PostgreSQL, the one writer on SQLite),
+the bucket refilled by the time since its last refill (database clock), the live slots
+counted, and the job either admitted (a token taken, a slot row written) or held with a
+code and a wait. After the POST, :meth:`Destinations.release` drops the slot and counts
+a failure (``circuit_failures`` in a row open the circuit) or a success (which closes
+it). An open circuit holds every job until its cool-down ends; then one job is the
+probe (``probe_until``) and the others stay held until it answers. A slot whose worker
+died runs out at its ``expires_at``, so a crash never leaks capacity for long.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from hookinbox.codes import JobCode
+from hookinbox.store.sql import Sql, Tx, count, row, value
+
+if TYPE_CHECKING:
+    from hookinbox.store.driver import Driver
+
+
+@dataclass(frozen=True, slots=True)
+class DestinationLimits:
+    """What a destination allows (from ``[destinations.NAME]``); None: no such limit."""
+
+    rate_per_second: float | None
+    burst: float
+    max_in_flight: int | None
+    circuit_failures: int | None
+    circuit_cooldown: float
+    #: How long a slot (and a half-open probe) holds without a release: the forward's
+    #: timeout and a margin, after which a dead worker's slot is free again.
+    slot_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """``admitted``, or held with ``code`` (``destination_rate``, ``destination_busy``,
+    ``circuit_open``) for about ``wait_seconds``; ``probe``: this job tests a half-open
+    circuit."""
+
+    admitted: bool
+    code: str | None = None
+    wait_seconds: float = 0.0
+    probe: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """What the release changed: the circuit ``opened`` (N failures in a row, or a
+    failed probe) or ``closed`` (a success while it was open)."""
+
+    opened: bool = False
+    closed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DestinationState:
+    """A destination as the admin and the metrics show it."""
+
+    name: str
+    tokens: float
+    in_flight: int
+    failures: int
+    #: Seconds since the circuit opened; None while it is closed (the caller, who knows
+    #: the cool-down, tells open from half-open).
+    open_for: float | None
+    opened_at: datetime | None
+    last_opened_at: datetime | None
+    openings: int
+
+
+_ENSURE = Sql(
+    "INSERT INTO destinations (name, tokens, refilled_at, updated_at)"
+    " VALUES (:name, :burst, {now}, {now}) ON CONFLICT (name) DO NOTHING"
+)
+#: Every transaction here starts with a statement holding ``{soft_commit}``: the state is
+#: soft (a lost slot or token after a PostgreSQL crash is harmless), so its commits do
+#: not wait for the WAL flush, the bulk of their cost (bench/destination_gate.py).
+_LOCK = Sql(
+    "SELECT tokens, {age:refilled_at} AS since_refill, failures, {age:opened_at} AS open_for,"
+    " CAST(coalesce(probe_until > {now}, FALSE) AS INTEGER) AS probing, {soft_commit} AS soft"
+    " FROM destinations WHERE name = :name {for_update}"
+)
+_SOFT = Sql("SELECT {soft_commit}")
+#: Counted in a statement of its own, AFTER the lock: on PostgreSQL (read committed) a
+#: subquery of the locking statement would read the snapshot taken before it waited for
+#: the lock, and miss the slot the previous holder just wrote.
+_IN_FLIGHT = Sql(
+    "SELECT count(*) FROM destination_slots WHERE destination = :name AND job_id <> :job"
+    " AND expires_at > {now}"
+)
+_TAKE = Sql(
+    "UPDATE destinations SET tokens = :tokens, refilled_at = {now}, updated_at = {now},"
+    " probe_until = CASE WHEN :probe = 1 THEN {now} + {secs:slot} ELSE probe_until END"
+    " WHERE name = :name"
+)
+_SLOT = Sql(
+    "INSERT INTO destination_slots (job_id, destination, expires_at)"
+    " VALUES (:job, :name, {now} + {secs:slot})"
+    " ON CONFLICT (job_id) DO UPDATE SET destination = :name, expires_at = {now} + {secs:slot}"
+)
+#: The job's slot, and any of the destination's that ran out (their worker died).
+_DROP_SLOT = Sql(
+    "DELETE FROM destination_slots WHERE job_id = :job"
+    " OR (destination = :name AND expires_at <= {now})"
+)
+_CIRCUIT = Sql(
+    "SELECT failures, CAST(opened_at IS NOT NULL AS INTEGER) AS open, {soft_commit} AS soft"
+    " FROM destinations WHERE name = :name {for_update}"
+)
+_SUCCEEDED = Sql(
+    "UPDATE destinations SET failures = 0, opened_at = NULL, probe_until = NULL,"
+    " updated_at = {now} WHERE name = :name"
+)
+_FAILED = Sql(
+    "UPDATE destinations SET failures = failures + 1, updated_at = {now},"
+    " opened_at = CASE WHEN :opens = 1 THEN {now} ELSE opened_at END,"
+    " last_opened_at = CASE WHEN :opens = 1 THEN {now} ELSE last_opened_at END,"
+    " openings = openings + :newly, probe_until = CASE WHEN :opens = 1 THEN NULL"
+    " ELSE probe_until END WHERE name = :name"
+)
+_STATES = Sql(
+    "SELECT d.name, d.tokens, {age:d.refilled_at} AS since_refill, d.failures,"
+    " {age:d.opened_at} AS open_for, d.opened_at, d.last_opened_at, d.openings,"
+    " (SELECT count(*) FROM destination_slots s WHERE s.destination = d.name"
+    " AND s.expires_at > {now}) AS in_flight FROM destinations d ORDER BY d.name"
+)
+
+#: How long a job held by a full destination waits before it is claimed again.
+BUSY_WAIT_SECONDS = 0.2
+#: How long a job waits while another job probes a half-open circuit.
+PROBE_WAIT_SECONDS = 1.0
+
+
+def decide(limits: DestinationLimits, state: dict[str, Any]) -> tuple[Admission, float]:
+    """The admission of one job given the locked row: ``(answer, tokens left)``. Pure,
+    so the rules are read (and tested) in one place: circuit, then in-flight, then rate."""
+    tokens = float(state["tokens"])
+    if limits.rate_per_second is not None:
+        refill = float(state["since_refill"] or 0.0) * limits.rate_per_second
+        tokens = min(limits.burst, tokens + max(0.0, refill))
+    probe = False
+    open_for = state["open_for"]
+    if open_for is not None and limits.circuit_failures is not None:
+        left = limits.circuit_cooldown - float(open_for)
+        if left > 0:
+            return Admission(False, JobCode.CIRCUIT_OPEN, left), tokens
+        if state["probing"]:
+            return Admission(False, JobCode.CIRCUIT_OPEN, PROBE_WAIT_SECONDS), tokens
+        probe = True
+    if limits.max_in_flight is not None and int(state["in_flight"]) >= limits.max_in_flight:
+        return Admission(False, JobCode.DESTINATION_BUSY, BUSY_WAIT_SECONDS), tokens
+    if limits.rate_per_second is not None:
+        if tokens < 1.0:
+            wait = (1.0 - tokens) / limits.rate_per_second
+            return Admission(False, JobCode.DESTINATION_RATE, wait), tokens
+        tokens -= 1.0
+    return Admission(True, probe=probe), tokens
+
+
+def _admit(name: str, job_id: str, limits: DestinationLimits) -> Tx[Admission]:
+    locked = yield row(_LOCK, name=name)
+    if locked is None:  # the destination's first forward ever (a durable commit, once)
+        yield count(_ENSURE, name=name, burst=float(limits.burst))
+        locked = yield row(_LOCK, name=name)
+    state = dict(locked)
+    state["in_flight"] = 0
+    if limits.max_in_flight is not None:
+        state["in_flight"] = int((yield value(_IN_FLIGHT, name=name, job=job_id)) or 0)
+    answer, tokens = decide(limits, state)
+    if not answer.admitted:
+        return answer
+    slot = float(limits.slot_seconds)
+    yield count(_TAKE, name=name, tokens=tokens, probe=int(answer.probe), slot=slot)
+    if limits.max_in_flight is not None:
+        yield count(_SLOT, name=name, job=job_id, slot=slot)
+    return answer
+
+
+def _release(name: str, job_id: str, healthy: bool | None, opens_after: int | None) -> Tx[Release]:
+    if healthy is None or opens_after is None:
+        yield row(_SOFT)
+        yield count(_DROP_SLOT, job=job_id, name=name)
+        return Release()
+    state = yield row(_CIRCUIT, name=name)
+    yield count(_DROP_SLOT, job=job_id, name=name)
+    if state is None:
+        return Release()
+    was_open = bool(state["open"])
+    if healthy:
+        if was_open or state["failures"]:
+            yield count(_SUCCEEDED, name=name)
+        return Release(closed=was_open)
+    # A failed probe opens the circuit again (a new cool-down); N in a row open it.
+    opens = was_open or int(state["failures"]) + 1 >= opens_after
+    newly = opens and not was_open
+    yield count(_FAILED, name=name, opens=int(opens), newly=int(newly))
+    return Release(opened=newly)
+
+
+class Destinations:
+    def __init__(self, db: Driver) -> None:
+        self._db = db
+
+    async def admit(self, name: str, job_id: str, limits: DestinationLimits) -> Admission:
+        """Admit the job's forward to ``name`` now, or say why and how long it waits."""
+        return await self._db.run(_admit(name, job_id, limits))
+
+    async def release(
+        self, name: str, job_id: str, *, healthy: bool | None, opens_after: int | None
+    ) -> Release:
+        """The forward ended: drop its slot; ``healthy`` True (the target answered),
+        False (no answer, 5xx, 429) or None (nothing learnt) moves the circuit."""
+        return await self._db.run(_release(name, job_id, healthy, opens_after))
+
+    async def states(self) -> list[DestinationState]:
+        """Every destination used so far, with its circuit (for the admin and metrics)."""
+        found = await self._db.rows(_STATES)
+        decode = self._db.decode_time
+        return [
+            DestinationState(
+                name=r["name"],
+                tokens=float(r["tokens"]),
+                in_flight=int(r["in_flight"]),
+                failures=int(r["failures"]),
+                open_for=None if r["open_for"] is None else float(r["open_for"]),
+                opened_at=decode(r["opened_at"]),
+                last_opened_at=decode(r["last_opened_at"]),
+                openings=int(r["openings"]),
+            )
+            for r in found
+        ]

@@ -1,0 +1,109 @@
+"""The review list of rejected transitions: the transition log's ``rejected`` lines (a
+late ``processing`` after ``ready``, a tenant or owner mismatch), which the state machine
+never applied and an operator should look at, and the operator's verdict on each.
+
+A review is three columns on the log line itself (``reviewed_at``, ``reviewed_by``,
+``review_note``, migration 005): the log stays the one record of what was tried, and
+resolving a line is one conditional UPDATE, so two operators cannot both resolve it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from hookinbox.store.records import Record, iso
+from hookinbox.store.sql import Sql
+
+if TYPE_CHECKING:
+    from hookinbox.store.driver import Driver
+
+_COLUMNS = (
+    "t.id, t.resource_id, r.kind, r.tenant, t.from_state, t.to_state, t.reason,"
+    " t.delivery_id, t.job_id, t.event_type, t.created_at, t.reviewed_at, t.reviewed_by,"
+    " t.review_note"
+)
+_FROM = "FROM resource_transitions t JOIN resources r ON r.id = t.resource_id"
+_LIST = Sql(
+    f"SELECT {_COLUMNS} {_FROM} WHERE t.outcome = 'rejected'"
+    " AND (t.reviewed_at IS NULL OR :resolved = 1)"
+    " AND (t.id < :before OR :before IS NULL) ORDER BY t.id DESC LIMIT :limit"
+)
+_GET = Sql(f"SELECT {_COLUMNS} {_FROM} WHERE t.id = :id AND t.outcome = 'rejected'")
+_RESOLVE = Sql(
+    "UPDATE resource_transitions SET reviewed_at = {now}, reviewed_by = :actor,"
+    " review_note = :note WHERE id = :id AND outcome = 'rejected' AND reviewed_at IS NULL"
+)
+_UNREVIEWED = Sql(
+    "SELECT count(*) FROM resource_transitions WHERE outcome = 'rejected' AND reviewed_at IS NULL"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionReview(Record):
+    """A rejected transition and its review (None until an operator resolved it)."""
+
+    id: int
+    resource_id: str
+    kind: str
+    tenant: str
+    from_state: str | None
+    to_state: str | None
+    reason: str | None
+    delivery_id: str | None
+    job_id: str | None
+    event_type: str | None
+    created_at: datetime
+    reviewed_at: datetime | None
+    reviewed_by: str | None
+    review_note: str | None
+
+    @property
+    def resolved(self) -> bool:
+        return self.reviewed_at is not None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "resource_id": self.resource_id,
+            "kind": self.kind,
+            "tenant": self.tenant,
+            "from": self.from_state,
+            "to": self.to_state,
+            "reason": self.reason,
+            "delivery_id": self.delivery_id,
+            "job_id": self.job_id,
+            "event_type": self.event_type,
+            "at": iso(self.created_at),
+            "reviewed_at": iso(self.reviewed_at),
+            "reviewed_by": self.reviewed_by,
+            "review_note": self.review_note,
+        }
+
+
+class Reviews:
+    def __init__(self, db: Driver) -> None:
+        self._db = db
+
+    async def list_reviews(
+        self, *, resolved: bool = False, before: int | None = None, limit: int = 50
+    ) -> list[TransitionReview]:
+        """Rejected transitions, newest first, keyset-paginated by log id; only the
+        unreviewed ones unless ``resolved``."""
+        found = await self._db.rows(
+            _LIST, resolved=1 if resolved else 0, before=before, limit=limit
+        )
+        return [TransitionReview.from_row(r, self._db.decode_time) for r in found]
+
+    async def get_review(self, transition_id: int) -> TransitionReview | None:
+        found = await self._db.row(_GET, id=transition_id)
+        return TransitionReview.from_row(found, self._db.decode_time) if found else None
+
+    async def resolve_review(self, transition_id: int, *, actor: str, note: str) -> bool:
+        """Mark a rejected transition reviewed; False when it is not a rejected line or
+        was already reviewed (the first verdict stands)."""
+        return bool(await self._db.count(_RESOLVE, id=transition_id, actor=actor, note=note))
+
+    async def count_unreviewed(self) -> int:
+        return int(await self._db.value(_UNREVIEWED))
