@@ -29,19 +29,22 @@ import drain
 import latency
 import loadgen
 import receive
+import scale_out
 from harness import RUN_TAG, Bench, Signer, Unavailable, cpu_busy, ensure_wrk, log, pg_drop_all
 from peer_targets import PEERS
 
 import pipeline
 
 MODES = ("receive", "pipeline", "latency", "drain", "peers")
+#: Opt-in (minutes at bench size): the suite's scale-out scenario.
+EXTRA_MODES = ("scaleout",)
 STORES = ("sqlite", "pg")
-#: (full run, --quick): a full `make bench` stays around 15 minutes on 2 cores.
+#: (full run, --quick): a full `make bench` takes about 10 minutes on 2 cores (quick: 3).
 DEFAULTS: dict[str, tuple[object, object]] = {
-    "duration": (4, 2),
+    "duration": (3, 2),
     "runs": (3, 1),
     "connections": ("32,8", "32"),
-    "drain_jobs": (5_000, 500),
+    "drain_jobs": (10_000, 2_000),
     "latency_seconds": (5.0, 2.0),
 }
 
@@ -80,9 +83,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument(
         "--concurrency",
         type=int,
-        default=4,
-        help="worker concurrency: hookinbox [worker] concurrency (its default, 4) and "
-        "procrastinate's --concurrency (4)",
+        default=32,
+        help="worker concurrency: hookinbox [worker] concurrency (32 here; its default is "
+        "4, which keeps a worker near 1k no-op jobs/s) and procrastinate's --concurrency",
     )
     ap.add_argument(
         "--hookinbox-log-level",
@@ -95,6 +98,12 @@ def parse_args() -> argparse.Namespace:
         default="skip",
         choices=["skip", "raise"],
         help="pgqueuer receiver: what a repeated dedupe_key does (skip)",
+    )
+    ap.add_argument(
+        "--scale-out-deliveries",
+        type=int,
+        default=20_000,
+        help="mode scaleout: deliveries sent (20000)",
     )
     ap.add_argument("--json", type=Path, help="also write the raw per-run results here")
     args = ap.parse_args()
@@ -110,7 +119,7 @@ def parse_args() -> argparse.Namespace:
             ap.error(f"unknown {what}: {', '.join(sorted(unknown))}")
         return chosen
 
-    args.modes = pick(args.modes, MODES, "modes")
+    args.modes = pick(args.modes, MODES + EXTRA_MODES, "modes")
     args.targets = pick(args.targets, receive.ALL_TARGETS, "targets")
     args.stores = pick(args.stores, STORES, "stores")
     args.peers = pick(args.peers, PEERS, "peers")
@@ -192,6 +201,7 @@ def main() -> int:
     piped: dict[str, pipeline.PipelineResult] = {}
     lat: dict[str, latency.LatencyResult] = {}
     drained: dict[str, drain.DrainResult] = {}
+    scaled: dict[str, object] | None = None
     try:
         targets = list(args.targets) if "receive" in modes else []
         if "peers" in modes:
@@ -213,6 +223,9 @@ def main() -> int:
             drain_targets += args.peers
         for target in drain_targets:
             drained[target] = loadgen.run(drain.bench_drain(target, bench))
+        if "scaleout" in modes:
+            log(f"[scale-out] {args.scale_out_deliveries:,} deliveries, 2 receivers, 3 workers")
+            scaled = scale_out.run_scale_out(args.scale_out_deliveries)
     finally:
         pg_drop_all()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -230,6 +243,9 @@ def main() -> int:
     if drained:
         drain.report(drained)
         print()
+    if scaled is not None:
+        scale_out.report(scaled)
+        print()
     print(f"(total {time.monotonic() - started:.0f} s)")
     if args.json:
         args.json.write_text(
@@ -242,6 +258,7 @@ def main() -> int:
                     "pipeline": pipeline.to_json(piped),
                     "latency": latency.to_json(lat),
                     "drain": drain.to_json(drained),
+                    "scale_out": scaled,
                 },
                 indent=2,
             )

@@ -43,6 +43,8 @@ from hookinbox.store.records import (
     NewJob,
     PayloadMatch,
     Reservation,
+    Settlement,
+    SettleOutcome,
     iso,
 )
 from hookinbox.store.rejected import NewRejected, RejectedDelivery
@@ -114,6 +116,8 @@ __all__ = [
     "ResourceEvent",
     "ResourceOutcome",
     "ResourceView",
+    "SettleOutcome",
+    "Settlement",
     "SourceState",
     "Store",
     "StoreGaugeReadings",

@@ -141,6 +141,7 @@ class Driver(abc.ABC):
     async def fail_exhausted_leases(self) -> int:
         return await self.run(hot_path.fail_exhausted())
 
-    async def finish_job(self, params: Mapping[str, Any]) -> bool:
-        """Settle a leased job (see :func:`hot_path.finish_params`); False: lease lost."""
-        return await self.run(hot_path.finish(params))
+    async def settle_jobs(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
+        """Settle leased jobs (see :func:`hot_path.settle_params`) in ONE commit; per
+        item, whether its lease was still ours."""
+        return await self.run(hot_path.settle(batch))

@@ -20,6 +20,8 @@ from hookinbox.store.records import (
     JobState,
     NewDelivery,
     Reservation,
+    Settlement,
+    SettleOutcome,
 )
 from hookinbox.store.sql import WAKE, Sql, Step, Tx, count, many, rows
 
@@ -27,10 +29,11 @@ from hookinbox.store.sql import WAKE, Sql, Step, Tx, count, many, rows
 
 #: Jobs a worker may take: due and waiting, or leased by a worker that stopped renewing
 #: the lease while attempts are left.
-DUE_JOBS = (
-    "(state = 'accepted' AND next_attempt_at <= {now})"
-    " OR (state = 'processing' AND lease_expires_at < {now} AND attempts < max_attempts)"
-)
+#: Each half alone matches a partial index (``jobs_due_idx``, ``jobs_lease_idx``); the
+#: claim reads them apart, since an OR of the two makes PostgreSQL scan the whole table.
+DUE_ACCEPTED = "state = 'accepted' AND next_attempt_at <= {now}"
+LEASE_LAPSED = "state = 'processing' AND lease_expires_at < {now} AND attempts < max_attempts"
+DUE_JOBS = f"({DUE_ACCEPTED}) OR ({LEASE_LAPSED})"
 LEASE_JOB = (
     "state = 'processing', attempts = attempts + 1, lease_token = :token, leased_by = :worker,"
     " lease_expires_at = {now} + {secs:lease}, updated_at = {now}"
@@ -41,28 +44,52 @@ START_ATTEMPTS_FROM = (
     " SELECT id, attempts, trigger, :worker, {now} FROM "
 )
 END_ATTEMPT = "ended_at = {now}, outcome = :outcome, error_code = :error"
-#: A settled attempt also keeps what it met (an :class:`AttemptDetail`) and, when the job
-#: waits again, when it is due.
-SETTLE_ATTEMPT = (
-    END_ATTEMPT + ", target = :target, http_status = :http_status,"
-    " response_snippet = :snippet, duration_ms = :duration_ms,"
-    " next_attempt_at = CASE WHEN :state = 'accepted' THEN {now} + {secs:delay} END"
-)
+
+
+def settle_attempt_set(value: str, delay: str) -> str:
+    """Ending a settled attempt: its outcome and error, what it met (an
+    :class:`AttemptDetail`) and, when the job waits again, when it is due. ``value`` and
+    ``delay`` as in :func:`finish_job_set`, so one batch of PostgreSQL writes exactly
+    what one settle does."""
+    return (
+        f"ended_at = {{now}}, outcome = {value}outcome, error_code = {value}error,"
+        f" target = {value}target, http_status = {value}http_status,"
+        f" response_snippet = {value}snippet, duration_ms = {value}duration_ms,"
+        f" next_attempt_at = CASE WHEN {value}state = 'accepted' THEN {{now}} + {delay} END"
+    )
+
+
+SETTLE_ATTEMPT = settle_attempt_set(":", "{secs:delay}")
 CLEAR_LEASE = "lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = {now}"
-MARK_ENDED = (
-    "completed_at = CASE WHEN :state = 'completed' THEN {now} ELSE completed_at END,"
-    " failed_at = CASE WHEN :state = 'failed' THEN {now} ELSE failed_at END"
-)
-#: Settling a leased job: the attempt ends, the job moves on (``refund`` gives the attempt
-#: back when the job only waited on something outside itself).
-FINISH_JOB = (
-    "state = :state, last_error = coalesce(:error, last_error),"
-    " business_id = coalesce(:business_id, business_id),"
-    " next_attempt_at = {now} + {secs:delay}, max_attempts = max_attempts + :refund, "
-    + MARK_ENDED
-    + ", "
-    + CLEAR_LEASE
-)
+
+
+def mark_ended(state: str) -> str:
+    """The completion or failure time of a job settling into ``state`` (an SQL value)."""
+    return (
+        f"completed_at = CASE WHEN {state} = 'completed' THEN {{now}} ELSE completed_at END,"
+        f" failed_at = CASE WHEN {state} = 'failed' THEN {{now}} ELSE failed_at END"
+    )
+
+
+MARK_ENDED = mark_ended(":state")
+
+
+def finish_job_set(value: str, delay: str) -> str:
+    """Settling a leased job: the attempt ends, the job moves on (``refund`` gives the
+    attempt back when the job only waited on something outside itself). ``value``
+    prefixes each settled value: ``:`` for parameters, a column prefix where many jobs
+    settle at once from a set of rows (PostgreSQL); ``delay`` is the SQL interval."""
+    return (
+        f"state = {value}state, last_error = coalesce({value}error, last_error),"
+        f" business_id = coalesce({value}business_id, business_id),"
+        f" next_attempt_at = {{now}} + {delay}, max_attempts = max_attempts + {value}refund, "
+        + mark_ended(f"{value}state")
+        + ", "
+        + CLEAR_LEASE
+    )
+
+
+FINISH_JOB = finish_job_set(":", "{secs:delay}")
 LEASE_HELD = "id = :id AND lease_token = :token AND state = 'processing'"
 #: A lease that ran out on the job's last attempt: its worker died, the job is dead.
 EXHAUST_JOB = "state = 'failed', last_error = :error, failed_at = {now}, " + CLEAR_LEASE
@@ -180,41 +207,57 @@ _SETTLE_JOB_ATTEMPT = Sql(
 )
 
 
-def finish_params(
-    job_id: str,
-    lease_token: str,
-    *,
-    state: JobState,
-    outcome: str,
-    error_code: str | None,
-    business_id: str | None,
-    delay_seconds: float,
-    refund_attempt: bool,
-    detail: AttemptDetail | None = None,
-) -> dict[str, Any]:
-    detail = detail or AttemptDetail()
+#: What each settle outcome writes: the job's next state, the attempt's outcome, and
+#: whether the attempt is given back.
+_SETTLED_AS: dict[SettleOutcome, tuple[JobState, AttemptOutcome, int]] = {
+    "completed": ("completed", AttemptOutcome.COMPLETED, 0),
+    "retry": ("accepted", AttemptOutcome.RETRY, 0),
+    "deferred": ("accepted", AttemptOutcome.DEFERRED, 1),
+    "failed": ("failed", AttemptOutcome.FAILED, 0),
+}
+_NO_DETAIL = AttemptDetail()
+
+
+def settle_params(settlement: Settlement) -> dict[str, Any]:
+    """One settlement as the parameters of :data:`_FINISH` and :data:`_SETTLE_JOB_ATTEMPT`
+    (and of a row of PostgreSQL's batch)."""
+    state, outcome, refund = _SETTLED_AS[settlement.outcome]
+    detail = settlement.detail or _NO_DETAIL
     return {
+        "id": settlement.job_id,
+        "token": settlement.lease_token,
+        "state": state,
+        "outcome": outcome.value,
+        "error": settlement.error_code,
+        "business_id": settlement.business_id,
+        "delay": float(settlement.delay_seconds),
+        "refund": refund,
         "target": detail.target,
         "http_status": detail.http_status,
         "snippet": detail.snippet,
         "duration_ms": detail.duration_ms,
-        "id": job_id,
-        "token": lease_token,
-        "state": state,
-        "outcome": outcome,
-        "error": error_code,
-        "business_id": business_id,
-        "delay": float(delay_seconds),
-        "refund": int(refund_attempt),
     }
 
 
-def finish(params: Mapping[str, Any]) -> Tx[bool]:
-    """End the current attempt and move the job on, only while the lease is ours."""
-    ours: bool = (yield count(_FINISH, **params)) == 1
-    if ours:
-        yield count(_SETTLE_JOB_ATTEMPT, **params)
-    return ours
+def settle(batch: Sequence[Mapping[str, Any]]) -> Tx[list[bool]]:
+    """End each job's current attempt and move it on, only while its lease is ours; in
+    one transaction (one commit for the whole batch). Answers, per item, whether it was
+    ours."""
+    answers = []
+    for params in batch:
+        ours: bool = (yield count(_FINISH, **params)) == 1
+        if ours:
+            yield count(_SETTLE_JOB_ATTEMPT, **params)
+        answers.append(ours)
+    return answers
+
+
+#: Renewing every lease a worker holds, in one statement. A lease token is one claim's
+#: and random: a job whose token is one of ours is leased to us.
+RENEW_LEASES = Sql(
+    "UPDATE jobs SET lease_expires_at = {now} + {secs:lease}"
+    " WHERE id {in:ids} AND lease_token {in:tokens} AND state = 'processing' RETURNING id"
+)
 
 
 _EXHAUSTED = Sql(f"UPDATE jobs SET {EXHAUST_JOB} WHERE {LEASE_EXHAUSTED} RETURNING id")

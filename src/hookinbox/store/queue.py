@@ -8,7 +8,7 @@ time comes from the database clock, never a worker's. Claim and settle are the h
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from hookinbox.codes import DEFERRING_STATUSES, AttemptOutcome, http_status_code
@@ -16,10 +16,17 @@ from hookinbox.store.audit import AUDIT
 from hookinbox.store.hot_path import (
     CLEAR_LEASE,
     LEASE_HELD,
-    finish_params,
+    RENEW_LEASES,
+    settle_params,
 )
 from hookinbox.store.operator_records import JobDetail
-from hookinbox.store.records import AttemptDetail, AttemptView, ClaimedJob, JobState
+from hookinbox.store.records import (
+    AttemptDetail,
+    AttemptView,
+    ClaimedJob,
+    JobState,
+    Settlement,
+)
 from hookinbox.store.sql import WAKE, Sql, Tx, literal, many, rows
 
 if TYPE_CHECKING:
@@ -130,33 +137,30 @@ class Queue:
         )
         return changed == 1
 
-    async def _finish(
-        self,
-        job_id: str,
-        lease_token: str,
-        state: JobState,
-        outcome: AttemptOutcome,
-        error_code: str | None = None,
-        *,
-        business_id: str | None = None,
-        delay_seconds: float = 0.0,
-        refund_attempt: bool = False,
-        detail: AttemptDetail | None = None,
-    ) -> bool:
-        """End the job's current attempt with ``outcome`` and move the job to ``state``,
-        only while ``lease_token`` still holds its lease; False when the lease was lost."""
-        params = finish_params(
-            job_id,
-            lease_token,
-            state=state,
-            outcome=outcome,
-            error_code=error_code,
-            business_id=business_id,
-            delay_seconds=delay_seconds,
-            refund_attempt=refund_attempt,
-            detail=detail,
+    async def renew_leases(self, leases: Mapping[str, str], lease_seconds: float) -> set[str]:
+        """Renew every lease a worker holds (job id -> lease token) in one statement;
+        answers the ids still leased to it (a job missing lost its lease)."""
+        if not leases:
+            return set()
+        found = await self._db.rows(
+            RENEW_LEASES,
+            ids=list(leases),
+            tokens=sorted(set(leases.values())),
+            lease=float(lease_seconds),
         )
-        return await self._db.finish_job(params)
+        return {r["id"] for r in found if r["id"] in leases}
+
+    async def settle_jobs(self, settlements: Sequence[Settlement]) -> list[bool]:
+        """End many leased attempts in ONE commit (a worker's settlements of one loop
+        turn). Each applies only while its lease token still holds the job's lease;
+        answers, per settlement, whether it did (False: the lease was lost)."""
+        if not settlements:
+            return []
+        return await self._db.settle_jobs([settle_params(s) for s in settlements])
+
+    async def _settle_one(self, settlement: Settlement) -> bool:
+        (ours,) = await self.settle_jobs([settlement])
+        return ours
 
     async def complete_job(
         self,
@@ -167,13 +171,8 @@ class Queue:
         detail: AttemptDetail | None = None,
     ) -> bool:
         """Mark completed if the lease is still ours; False when it was lost."""
-        return await self._finish(
-            job_id,
-            lease_token,
-            "completed",
-            AttemptOutcome.COMPLETED,
-            business_id=business_id,
-            detail=detail,
+        return await self._settle_one(
+            Settlement(job_id, lease_token, "completed", business_id=business_id, detail=detail)
         )
 
     async def retry_job(
@@ -186,14 +185,8 @@ class Queue:
         detail: AttemptDetail | None = None,
     ) -> bool:
         """Back to accepted, due after ``delay_seconds`` from the database clock."""
-        return await self._finish(
-            job_id,
-            lease_token,
-            "accepted",
-            AttemptOutcome.RETRY,
-            error_code,
-            delay_seconds=delay_seconds,
-            detail=detail,
+        return await self._settle_one(
+            Settlement(job_id, lease_token, "retry", error_code, delay_seconds, detail=detail)
         )
 
     async def defer_job(
@@ -207,15 +200,8 @@ class Queue:
     ) -> bool:
         """Back to accepted after ``delay_seconds`` without spending an attempt: the job
         waits for something outside itself (another job holding its effect's key)."""
-        return await self._finish(
-            job_id,
-            lease_token,
-            "accepted",
-            AttemptOutcome.DEFERRED,
-            reason,
-            delay_seconds=delay_seconds,
-            refund_attempt=True,
-            detail=detail,
+        return await self._settle_one(
+            Settlement(job_id, lease_token, "deferred", reason, delay_seconds, detail=detail)
         )
 
     async def fail_job(
@@ -227,8 +213,8 @@ class Queue:
         detail: AttemptDetail | None = None,
     ) -> bool:
         """Dead-letter the job with its error code."""
-        return await self._finish(
-            job_id, lease_token, "failed", AttemptOutcome.FAILED, error_code, detail=detail
+        return await self._settle_one(
+            Settlement(job_id, lease_token, "failed", error_code, detail=detail)
         )
 
     async def count_target_deferrals(self, job_id: str) -> int:

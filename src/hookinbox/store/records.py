@@ -152,6 +152,34 @@ class ClaimedJob:
         )
 
 
+#: How a settled attempt ends: ``completed``; ``retry`` (back to accepted, an attempt
+#: spent); ``deferred`` (back to accepted, the attempt given back: the job only waited on
+#: something outside itself); ``failed`` (a dead letter).
+SettleOutcome = Literal["completed", "retry", "deferred", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """The end of one leased attempt, as a worker hands it to ``store.queue.settle_jobs``.
+
+    Small and flat so that many settle in one statement. It applies only while
+    ``lease_token`` still holds the job's lease: a worker that lost its lease cannot
+    overwrite what another worker did.
+    """
+
+    job_id: str
+    lease_token: str
+    outcome: SettleOutcome
+    #: The attempt's error code (``codes.py``); also the job's ``last_error``.
+    error_code: str | None = None
+    #: When a retried or deferred job is due again: this long after the database's now.
+    delay_seconds: float = 0.0
+    #: What a completed job made (the effect's id), shown to operators.
+    business_id: str | None = None
+    #: What the attempt met (target, status, response snippet, duration), kept with it.
+    detail: AttemptDetail | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class EffectRecord(Record):
     key: str

@@ -26,7 +26,7 @@ from hookinbox.config import Config
 from hookinbox.errors import MalformedJson, TargetAnswered
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
-from hookinbox.store import AttemptDetail, ClaimedJob, Store
+from hookinbox.store import AttemptDetail, ClaimedJob, Settlement, SettleOutcome, Store
 from hookinbox.tracing import Tracing, build_tracing
 from hookinbox.verify.bodies import BodyReader
 from hookinbox.work.actions import Action, Event
@@ -34,6 +34,7 @@ from hookinbox.work.effects import EffectInProgress, JobContext, JobSettled
 from hookinbox.work.handlers import PayloadInvalid, load_services
 from hookinbox.work.retry_policy import Decision, Failure, RetryPolicy
 from hookinbox.work.route_actions import build_actions, build_retry_policies, build_targets
+from hookinbox.work.settling import SettleBatcher
 
 log = get_logger("hookinbox.worker")
 
@@ -84,15 +85,24 @@ class WorkerPool:
         #: Each source's stored body read as its receiver read it (JSON, or a form).
         self._bodies = BodyReader(config)
         self._running: set[asyncio.Task[None]] = set()
+        #: Handlers running now (a slot is free again once its handler returns).
+        self._busy = 0
         self._slot_freed = asyncio.Event()
+        #: Jobs this worker holds a lease on (id -> lease token), claim to settlement.
+        self._leases: dict[str, str] = {}
+        self._settler = SettleBatcher(store)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Work until ``stop`` is set, then let running jobs finish (their leases hold)."""
         log.info("worker_started", worker=self.name, concurrency=self._settings.concurrency)
         sweep_every = max(1.0, self._settings.lease_seconds / 2)
         next_sweep = 0.0
+        renewer = asyncio.create_task(self._renew_leases())
         try:
             while not stop.is_set():
+                if self._busy >= self._settings.concurrency:
+                    await self._slot_or_stop(stop)
+                    continue
                 try:
                     if time.monotonic() >= next_sweep:
                         dead = await self._store.queue.fail_exhausted_leases()
@@ -102,7 +112,7 @@ class WorkerPool:
                     claimed = await self._claim()
                 except Exception as exc:
                     # Whatever the store raised, the pool keeps working: a pool that died
-                    # here would leave the receiver accepting jobs nobody runs.
+                    # here would leave the receiver accepting jobs nobody ran.
                     log.error("worker_store_error", worker=self.name, error=error_code_of(exc))
                     await _sleep_or_stop(stop, self._settings.poll_interval_seconds)
                     continue
@@ -113,28 +123,44 @@ class WorkerPool:
             if self._running:
                 # Bounded: a job still running after its lease is taken over anyway.
                 await asyncio.wait(self._running, timeout=self._settings.lease_seconds)
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
             await self._client.aclose()
             if self._own_tracing:
                 self._tracing.shutdown()
             log.info("worker_stopped", worker=self.name)
 
     async def _claim(self) -> int:
-        free = self._settings.concurrency - len(self._running)
+        free = self._settings.concurrency - self._busy
         if free <= 0:
             return 0
         started = self._tracing.now_ns()
         jobs = await self._store.queue.claim_due_jobs(self.name, free, self._settings.lease_seconds)
         self._tracing.claimed(started, jobs)
+        self._busy += len(jobs)
         for job in jobs:
-            task = asyncio.create_task(self.run_job(job))
+            task = asyncio.create_task(self._work(job))
             self._running.add(task)
-            task.add_done_callback(self._job_done)
+            task.add_done_callback(self._running.discard)
         # A full claim means more may be waiting: claim again once a slot frees.
-        return len(jobs) if len(jobs) == free and free > 0 else 0
+        return len(jobs) if len(jobs) == free else 0
 
-    def _job_done(self, task: asyncio.Task[None]) -> None:
-        self._running.discard(task)
-        self._slot_freed.set()
+    async def _slot_or_stop(self, stop: asyncio.Event) -> None:
+        """Every slot is running a handler: nothing to claim until one returns."""
+        self._slot_freed.clear()
+        if self._busy < self._settings.concurrency:
+            return
+        freed = asyncio.ensure_future(self._slot_freed.wait())
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait((freed, stopped), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            freed.cancel()
+            stopped.cancel()
+        # One more turn of the loop: the handlers that return together free their slots
+        # together, and one claim fills them all (not a claim of one job per slot).
+        await asyncio.sleep(0)
 
     async def _idle(self, stop: asyncio.Event) -> None:
         self._slot_freed.clear()
@@ -144,62 +170,121 @@ class WorkerPool:
             ),
             asyncio.ensure_future(stop.wait()),
         ]
-        if len(self._running) >= self._settings.concurrency:
-            waiters.append(asyncio.ensure_future(self._slot_freed.wait()))
         try:
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for waiter in waiters:
                 waiter.cancel()
 
-    async def run_job(self, job: ClaimedJob) -> None:
+    async def _work(self, job: ClaimedJob) -> None:
+        """A claimed job: its slot is free again as soon as its handler returns, while its
+        settlement waits for the next batch."""
         started = time.monotonic()
-        fields = {
-            "job_id": job.id,
-            "delivery_id": job.delivery_id,
-            "source": job.source,
-            "action": job.action,
-            "attempt": job.attempts,
-            "trigger": job.trigger,
-        }
+        self._leases[job.id] = job.lease_token
+        try:
+            try:
+                ended = await self._attempt(job, started)
+            finally:
+                self._busy -= 1
+                self._slot_freed.set()
+            await self._settle(job, ended, started)
+        finally:
+            self._leases.pop(job.id, None)
+
+    async def run_job(self, job: ClaimedJob) -> None:
+        """Run one claimed job to its settlement (how ``hookinbox.testing`` runs jobs)."""
+        started = time.monotonic()
+        await self._settle(job, await self._attempt(job, started), started)
+
+    async def _attempt(self, job: ClaimedJob, started: float) -> Settlement | JobSettled | None:
+        """Run the job's action; how its attempt ends, with what it met (or what the action
+        settled; None: the store could not say how, and the lease is left to expire)."""
         self.metrics.job_started(job.source, job.action)
-        heartbeat = asyncio.create_task(self._renew(job))
         answered: list[JobContext] = []  # the job's context, for a forward's 2xx answer
         try:
             with self._tracing.attempt(job):
-                business_id = await asyncio.wait_for(
-                    self._execute(job, answered), self._settings.job_timeout_seconds
-                )
+                # A hung action would otherwise hold its lease forever. (A sync handler's
+                # thread cannot be stopped; the effects ledger keeps its effect single.)
+                async with asyncio.timeout(self._settings.job_timeout_seconds):
+                    result = await self._execute(job, answered)
         except (_Unrunnable, PayloadInvalid) as exc:
             failure = Failure(exc.code, final=True)
-            await self._settle_failure(job, failure, fields, self._detail(job, started))
+            return await self._failure(job, failure, self._detail(job, started))
         except EffectInProgress as exc:
-            await self._defer(job, exc.code, fields, self._detail(job, started))
+            # Wait for another job without spending an attempt: at most a lease, since by
+            # then its effect is recorded or its worker is gone.
+            delay = min(self._settings.lease_seconds, self._backoff(job.attempts))
+            detail = self._detail(job, started)
+            return Settlement(job.id, job.lease_token, "deferred", exc.code, delay, detail=detail)
         except TimeoutError:
-            # A hung action would otherwise renew its lease forever. (A sync handler's
-            # thread cannot be stopped; the effects ledger keeps its effect single.)
             failure = Failure(JobCode.JOB_TIMEOUT)
-            await self._settle_failure(job, failure, fields, self._detail(job, started))
+            return await self._failure(job, failure, self._detail(job, started))
         except Exception as exc:
             failure = Failure.of(exc, error_code_of(exc))
-            await self._settle_failure(job, failure, fields, self._detail(job, started, exc))
-        else:
-            if isinstance(business_id, JobSettled):
-                self._log_settled(job, business_id, fields, started)
-                return
-            ctx = answered[0] if answered else None
-            detail = self._detail(job, started, answered=ctx)
-            ours = await self._complete(job, business_id, detail)
-            log.info(
-                "job_completed" if ours else "job_lease_lost",
-                **fields,
-                business_id=business_id,
-                duration_ms=round((time.monotonic() - started) * 1000, 1),
+            return await self._failure(job, failure, self._detail(job, started, exc))
+        if isinstance(result, JobSettled):
+            return result
+        detail = self._detail(job, started, answered=answered[0] if answered else None)
+        return Settlement(job.id, job.lease_token, "completed", business_id=result, detail=detail)
+
+    async def _failure(
+        self, job: ClaimedJob, failure: Failure, detail: AttemptDetail
+    ) -> Settlement | None:
+        """The route's policy over a failed attempt, as its settlement: a retry, a wait
+        that gives the attempt back (Retry-After, a held destination) or a dead letter."""
+        try:
+            decision = await self._decide(job, failure)
+        except Exception as exc:
+            # The lease will expire and the job comes back: nothing is lost.
+            fields = _log_fields(job)
+            log.error(
+                "job_settle_failed", **fields, error=failure.code, store_error=error_code_of(exc)
             )
-            if ours:
-                self.metrics.job_completed(job.source, job.action)
-        finally:
-            heartbeat.cancel()
+            return None
+        outcome = _SETTLED_BY[decision.kind]
+        return Settlement(
+            job.id, job.lease_token, outcome, decision.code, decision.delay, detail=detail
+        )
+
+    async def _settle(
+        self, job: ClaimedJob, ended: Settlement | JobSettled | None, started: float
+    ) -> None:
+        fields = _log_fields(job)
+        if ended is None:
+            return
+        if isinstance(ended, JobSettled):
+            self._log_settled(job, ended, fields, started)
+            return
+        try:
+            ours = await self._settler.settle(ended)
+        except Exception as exc:
+            # The lease will expire and the job comes back: nothing is lost, and the
+            # effects ledger keeps its effects single.
+            log.error(
+                "job_settle_failed",
+                **fields,
+                error=ended.error_code,
+                store_error=error_code_of(exc),
+            )
+            return
+        duration_ms = round((time.monotonic() - started) * 1000, 1)
+        if not ours:
+            log.info("job_lease_lost", **fields, duration_ms=duration_ms)
+        elif ended.outcome == "completed":
+            log.info(
+                "job_completed", **fields, business_id=ended.business_id, duration_ms=duration_ms
+            )
+            self.metrics.job_completed(job.source, job.action)
+        elif ended.outcome == "retry":
+            retry_in_s = round(ended.delay_seconds, 3)
+            log.warning("job_retry", **fields, error=ended.error_code, retry_in_s=retry_in_s)
+            self.metrics.job_retried(job.source, job.action, ended.error_code or "")
+        elif ended.outcome == "deferred":
+            retry_in_s = round(ended.delay_seconds, 3)
+            log.info("job_deferred", **fields, reason=ended.error_code, retry_in_s=retry_in_s)
+        else:
+            log.error("job_failed", **fields, error=ended.error_code)
+            self.metrics.job_failed(job.source, job.action, ended.error_code or "")
 
     def _log_settled(
         self, job: ClaimedJob, settled: JobSettled, fields: dict[str, object], started: float
@@ -278,18 +363,6 @@ class WorkerPool:
         finally:
             self.metrics.job_ran(job.source, job.action, time.monotonic() - ran)
 
-    async def _defer(
-        self, job: ClaimedJob, code: str, fields: dict[str, object], detail: AttemptDetail
-    ) -> None:
-        """Wait for another job without spending an attempt: at most a lease, since by
-        then its effect is recorded or its worker is gone."""
-        delay = min(self._settings.lease_seconds, self._backoff(job.attempts))
-        try:
-            await self._store.queue.defer_job(job.id, job.lease_token, code, delay, detail=detail)
-            log.info("job_deferred", **fields, reason=code, retry_in_s=round(delay, 3))
-        except Exception as exc:
-            log.error("job_settle_failed", **fields, error=code, store_error=error_code_of(exc))
-
     async def _decide(self, job: ClaimedJob, failure: Failure) -> Decision:
         """The route's policy over this failure (see work/retry_policy.py)."""
         policy = self._policies.get((job.source, job.action), self._default_policy)
@@ -300,32 +373,6 @@ class WorkerPool:
             failure, attempts=job.attempts, max_attempts=job.max_attempts, deferrals=deferrals
         )
 
-    async def _settle_failure(
-        self,
-        job: ClaimedJob,
-        failure: Failure,
-        fields: dict[str, object],
-        detail: AttemptDetail,
-    ) -> None:
-        code, queue = failure.code, self._store.queue
-        try:
-            decision = await self._decide(job, failure)
-            code, delay = decision.code, decision.delay
-            if decision.kind == "dead_letter":
-                await queue.fail_job(job.id, job.lease_token, code, detail=detail)
-                log.error("job_failed", **fields, error=code)
-                self.metrics.job_failed(job.source, job.action, code)
-            elif decision.kind == "defer":
-                await queue.defer_job(job.id, job.lease_token, code, delay, detail=detail)
-                log.info("job_deferred", **fields, reason=code, retry_in_s=round(delay, 3))
-            else:
-                await queue.retry_job(job.id, job.lease_token, code, delay, detail=detail)
-                log.warning("job_retry", **fields, error=code, retry_in_s=round(delay, 3))
-                self.metrics.job_retried(job.source, job.action, code)
-        except Exception as exc:
-            # The lease will expire and the job comes back: nothing is lost.
-            log.error("job_settle_failed", **fields, error=code, store_error=error_code_of(exc))
-
     def _backoff(self, attempt: int) -> float:
         return backoff_seconds(
             attempt,
@@ -334,31 +381,44 @@ class WorkerPool:
             rng=JITTER,
         )
 
-    async def _complete(
-        self, job: ClaimedJob, business_id: str | None, detail: AttemptDetail
-    ) -> bool:
-        for delay in (0.1, 0.5, 1.0, 2.0):
-            try:
-                return await self._store.queue.complete_job(
-                    job.id, job.lease_token, business_id, detail=detail
-                )
-            except Exception:
-                await asyncio.sleep(delay)
-        # Could not record completion: the lease expires, the job runs again, and the
-        # effects ledger makes sure its effects are not made twice.
-        return False
-
-    async def _renew(self, job: ClaimedJob) -> None:
+    async def _renew_leases(self) -> None:
+        """Renew the lease of every job this worker holds, in one statement, a few times
+        per lease (a job is held from its claim until its settlement commits)."""
         interval = max(0.5, self._settings.lease_seconds / 3)
         while True:
             await asyncio.sleep(interval)
+            held = dict(self._leases)
+            if not held:
+                continue
             try:
-                if not await self._store.queue.renew_lease(
-                    job.id, job.lease_token, self._settings.lease_seconds
-                ):
-                    return
+                kept = await self._store.queue.renew_leases(held, self._settings.lease_seconds)
             except Exception:  # the store is away for a moment: the next renewal may do
                 continue
+            for job_id in held.keys() - kept:
+                # Lost (another worker took it over): stop renewing it; its settlement
+                # will find the lease gone.
+                if self._leases.get(job_id) == held[job_id]:
+                    del self._leases[job_id]
+
+
+def _log_fields(job: ClaimedJob) -> dict[str, object]:
+    """What every log line of a job's attempt says about it (ids, never its payload)."""
+    return {
+        "job_id": job.id,
+        "delivery_id": job.delivery_id,
+        "source": job.source,
+        "action": job.action,
+        "attempt": job.attempts,
+        "trigger": job.trigger,
+    }
+
+
+#: How each decision of a retry policy settles the job.
+_SETTLED_BY: dict[str, SettleOutcome] = {
+    "retry": "retry",
+    "defer": "deferred",
+    "dead_letter": "failed",
+}
 
 
 class _Unrunnable(Exception):

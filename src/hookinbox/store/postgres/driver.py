@@ -10,6 +10,7 @@ and poll only as a fallback. The database clock (``now()``) sets every lease and
 from __future__ import annotations
 
 import asyncio
+from binascii import b2a_base64
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from datetime import datetime
@@ -189,10 +190,13 @@ class PostgresDriver(Driver):
 
     # -- the hot path: one statement each -------------------------------------------------
     def rejects_row(self, exc: BaseException) -> bool:
-        """Data exceptions (class 22: a NUL or a lone surrogate in a text, a bad encoding),
+        """A value JSON cannot carry (a lone surrogate: the batch parameter is JSON), data
+        exceptions (class 22: a NUL or a lone surrogate in a text, a bad encoding),
         integrity violations (23) and program limits (54000: a key over the btree's
         maximum row size)."""
         cause = exc.__cause__ if isinstance(exc, StoreError) else exc
+        if isinstance(cause, orjson.JSONEncodeError):
+            return True
         if not isinstance(cause, asyncpg.PostgresError):
             return False
         state = cause.sqlstate or ""
@@ -227,22 +231,36 @@ class PostgresDriver(Driver):
         return [answers[item.id] for item in items]
 
     async def _reserve_once(self, items: Sequence[NewDelivery]) -> list[asyncpg.Record]:
-        jobs = [(job, item) for item in items for job in item.jobs]
-        params = {
-            "ids": [i.id for i in items],
-            "sources": [i.source for i in items],
-            "event_ids": [i.event_id for i in items],
-            "event_types": [i.event_type for i in items],
-            "shas": [i.body_sha256 for i in items],
-            "bodies": [i.body for i in items],
-            "headers": [orjson.dumps(i.headers).decode() for i in items],
-            "seen": [i.seen for i in items],
-            "job_ids": [job.id for job, _ in jobs],
-            "job_deliveries": [item.id for _, item in jobs],
-            "job_sources": [item.source for _, item in jobs],
-            "job_actions": [job.action for job, _ in jobs],
-            "job_max_attempts": [job.max_attempts or item.max_attempts for job, item in jobs],
-        }
+        rows = [
+            {
+                "id": i.id,
+                "source": i.source,
+                "event_id": i.event_id,
+                "event_type": i.event_type,
+                "body_sha256": i.body_sha256,
+                "body": b2a_base64(i.body, newline=False).decode(),
+                "headers": orjson.dumps(i.headers).decode(),
+                "seen": i.seen,
+            }
+            for i in items
+        ]
+        jobs = [
+            {
+                "id": job.id,
+                "delivery_id": i.id,
+                "source": i.source,
+                "action": job.action,
+                "max_attempts": job.max_attempts or i.max_attempts,
+            }
+            for i in items
+            for job in i.jobs
+        ]
+        try:
+            params = {"items": orjson.dumps(rows).decode(), "jobs": orjson.dumps(jobs).decode()}
+        except orjson.JSONEncodeError as exc:
+            # A text JSON cannot carry (a lone surrogate): the row's fault, like a value
+            # PostgreSQL refuses, so the batch goes again one by one.
+            raise StoreError(f"PostgreSQL cannot store a value: {type(exc).__name__}") from exc
         rendered = self.dialect.render(statements.RESERVE)
         async with self._conn() as conn:
             found: list[asyncpg.Record] = await conn.fetch(
@@ -266,8 +284,16 @@ class PostgresDriver(Driver):
         )
         return [ClaimedJob.from_row(r, token) for r in found]
 
-    async def finish_job(self, params: Mapping[str, Any]) -> bool:
-        return bool(await self.value(statements.FINISH, **params))
+    async def settle_jobs(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
+        # Keys prefixed as the statement's columns: settled values never clash with the
+        # names of the jobs table's own columns.
+        try:
+            encoded = orjson.dumps([{f"s_{k}": v for k, v in p.items()} for p in batch])
+        except orjson.JSONEncodeError as exc:  # a value JSON cannot carry (a lone surrogate)
+            raise StoreError(f"PostgreSQL cannot store a value: {type(exc).__name__}") from exc
+        found = await self.rows(statements.SETTLE, batch=encoded.decode())
+        settled = {r["id"] for r in found}
+        return [params["id"] in settled for params in batch]
 
     async def fail_exhausted_leases(self) -> int:
         return int(await self.value(statements.FAIL_EXHAUSTED, **LEASE_EXPIRED))

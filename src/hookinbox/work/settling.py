@@ -1,0 +1,112 @@
+"""The settle batcher: a worker's finished attempts, few commits.
+
+Each job hands its :class:`~hookinbox.store.Settlement` to :meth:`SettleBatcher.settle`
+and awaits whether its lease was still ours. One flusher writes everything waiting after
+one turn of the event loop as one call to ``store.queue.settle_jobs`` (ONE statement on
+PostgreSQL, one commit on SQLite's writer thread), so the jobs that finished together
+settle together: a worker pays a round trip per batch instead of one per job, the way the
+receiver's :class:`~hookinbox.receive.batcher.ReservationBatcher` pays one per batch of
+deliveries. The lease check stays per job, inside the statement.
+
+A slow handler never holds a batch back: only finished attempts are waiting here. A
+batch the store cannot commit goes again one settlement at a time, each tried a few
+times, so one value the store refuses (a business id it cannot take) fails only its own
+job; a settlement that still fails leaves its lease to expire and the job runs again
+(the effects ledger keeps its effects single).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from hookinbox.codes import error_code_of
+from hookinbox.logs import get_logger
+from hookinbox.store import Settlement, Store
+
+log = get_logger("hookinbox.worker")
+
+#: Pauses before each further try of a settlement whose batch the store could not commit
+#: (about 3.6 s in all: well inside any lease, so a job is not claimed again meanwhile).
+_RETRY_DELAYS = (0.1, 0.5, 1.0, 2.0)
+
+
+class SettleBatcher:
+    """Group concurrent settlements into few commits.
+
+    Up to ``max_in_flight`` batches are on their way to the store at once, so the next
+    batch gathers while one commits.
+    """
+
+    def __init__(self, store: Store, *, max_batch: int = 512, max_in_flight: int = 2) -> None:
+        self._store = store
+        self._max_batch = max_batch
+        self._max_in_flight = max_in_flight
+        self._pending: list[tuple[Settlement, asyncio.Future[bool]]] = []
+        self._in_flight = 0
+        self._scheduled = False
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def settle(self, settlement: Settlement) -> bool:
+        """Whether the settlement applied (False: the lease was lost to another worker).
+        Raises the store's error when the batch could not be committed."""
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._pending.append((settlement, future))
+        self._schedule()
+        return await future
+
+    def _schedule(self) -> None:
+        if self._scheduled or self._in_flight >= self._max_in_flight or not self._pending:
+            return
+        self._scheduled = True
+        asyncio.get_running_loop().call_soon(self._start_flush)
+
+    def _start_flush(self) -> None:
+        self._scheduled = False
+        if not self._pending or self._in_flight >= self._max_in_flight:
+            return
+        batch = self._pending[: self._max_batch]
+        del self._pending[: self._max_batch]
+        self._in_flight += 1
+        task = asyncio.get_running_loop().create_task(self._flush(batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._flush_done)
+        self._schedule()
+
+    def _flush_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._in_flight -= 1
+        self._schedule()
+
+    async def _flush(self, batch: list[tuple[Settlement, asyncio.Future[bool]]]) -> None:
+        settlements = [settlement for settlement, _ in batch]
+        try:
+            answers = await self._store.queue.settle_jobs(settlements)
+        except asyncio.CancelledError:
+            for _, future in batch:
+                future.cancel()
+            raise
+        except Exception as exc:
+            log.warning("settle_batch_failed", batch=len(batch), error=error_code_of(exc))
+            # Never poisoned by one row (a business id the store cannot take): each goes
+            # again alone, with its own retries.
+            await asyncio.gather(*(self._flush_alone(entry) for entry in batch))
+            return
+        for (_, future), ours in zip(batch, answers, strict=True):
+            if not future.done():
+                future.set_result(ours)
+
+    async def _flush_alone(self, entry: tuple[Settlement, asyncio.Future[bool]]) -> None:
+        settlement, future = entry
+        failure: Exception | None = None
+        for delay in _RETRY_DELAYS:
+            await asyncio.sleep(delay)
+            try:
+                (ours,) = await self._store.queue.settle_jobs([settlement])
+            except Exception as exc:
+                failure = exc
+                continue
+            if not future.done():
+                future.set_result(ours)
+            return
+        if not future.done():
+            future.set_exception(failure or RuntimeError("settle failed"))
