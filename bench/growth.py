@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import statistics
 import subprocess
 import time
@@ -42,7 +43,6 @@ from harness import (
     log,
     pg_drop,
     run_wrk_measured,
-    unique_ids,
     write_requests,
 )
 from journal_fill import FillPlan, FillResult, fill
@@ -81,6 +81,13 @@ class GrowthResult:
         return next((p for p in self.phases if p.name == name), None)
 
 
+def random_ids(count: int) -> list[str]:
+    """Fresh ids ``msg_<8 random hex>_<n>``: each lands at a random place in the dedup
+    index among the old rows' ``msg_<8 hashed hex>_...``, as a provider's random ids do
+    (the receive mode's ids share one prefix per run and so append at one spot)."""
+    return [f"msg_{secrets.token_hex(4)}_{n:08d}" for n in range(count)]
+
+
 def _loadavg() -> float | None:
     try:
         return float(open("/proc/loadavg").read().split()[0])
@@ -101,7 +108,7 @@ class _Runner:
 
     def run(self, seconds: int) -> RunResult:
         count = int(self.rate_hint * seconds * 1.6) + 2000
-        write_requests(self.reqfile, self.server.port, self.bench.signer, unique_ids(count))
+        write_requests(self.reqfile, self.server.port, self.bench.signer, random_ids(count))
         r = run_wrk_measured(
             self.bench.wrk, self.server, self.reqfile, self.conns, self.bench.args.threads, seconds
         )

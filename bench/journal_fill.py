@@ -3,9 +3,11 @@ tables ``hookinbox migrate`` created, as a store that has run for a month would 
 
 Per old delivery (row ``i`` of ``n``, oldest first):
 
-- ``deliveries``: source ``bench``, a provider-style event id whose leading digits are a
-  hash of ``i`` (``evt_<8 hashed hex><8 hex of i>``: unique, and spread over the dedup
-  index like real provider ids, not appended at its end), one of five event types,
+- ``deliveries``: source ``bench``, an event id whose leading digits are a hash of ``i``
+  (``msg_<8 hashed hex>_<8 hex of i>``: unique, spread over the dedup index like real
+  provider ids, and in the same key space as the ids mode growth sends, each of which
+  starts with 8 random hex digits: a new id lands anywhere in the index, not at its
+  end), one of five event types,
   ``first_seen_at`` spread evenly from 30 days ago to 2 days ago, the time-ordered
   delivery id (``dlv_`` + 12 hex digits of those milliseconds + 20 of ``i``), one
   delivery in 20 seen twice;
@@ -88,7 +90,8 @@ _PG_ROW = """
 _PG_ID = "'dlv_' || lpad(to_hex(ms), 12, '0') || lpad(to_hex(i), 20, '0')"
 _PG_T = "to_timestamp(ms / 1000.0)"
 _PG_EVENT = (
-    "'evt_' || lpad(to_hex((i * 2654435761) % 4294967296), 8, '0') || lpad(to_hex(i), 8, '0')"
+    "'msg_' || lpad(to_hex((i * 2654435761) % 4294967296), 8, '0')"
+    " || '_' || lpad(to_hex(i), 8, '0')"
 )
 _PG_TYPES = "(ARRAY[" + ",".join(f"'{t}'" for t in EVENT_TYPES) + "])[1 + i % 5]"
 
@@ -178,7 +181,7 @@ r(i, ms) AS (SELECT i, :base + CAST(i * :step AS INTEGER) FROM s)
 """
 _SQ_ID = "printf('dlv_%012x%020x', ms, i)"
 _SQ_T = "(ms / 1000.0)"
-_SQ_EVENT = "printf('evt_%08x%08x', (i * 2654435761) % 4294967296, i)"
+_SQ_EVENT = "printf('msg_%08x_%08x', (i * 2654435761) % 4294967296, i)"
 _SQ_TYPES = (
     "CASE i % 5 " + " ".join(f"WHEN {n} THEN '{t}'" for n, t in enumerate(EVENT_TYPES)) + " END"
 )
