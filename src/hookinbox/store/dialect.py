@@ -17,7 +17,13 @@ macro                  PostgreSQL                          SQLite
 ``{job_states}``       states of delivery ``d``'s jobs,    the same
                        comma-joined, ordered by action
 ``{table_exists:x}``   whether table ``:x`` exists         the same
+``{collate:x}``        ``COLLATE "x"``                     nothing (every text is byte order)
 =====================  ==================================  ====================================
+
+``{collate:x}`` is for joins between ``deliveries.id`` (``{ordered_text}``: ``COLLATE "C"`` on
+PostgreSQL) and the plain ``text`` columns that point at it (``payloads.delivery_id``,
+``jobs.delivery_id``): without a collation on one side, PostgreSQL cannot use the other
+side's index for the join and hashes whole tables instead.
 
 The schema (``store/schema/NNN_name.sql``) is written once too, with a few type macros
 (:meth:`Dialect.render_schema`): ``{time}`` (``timestamptz`` / ``REAL`` unix seconds),
@@ -123,6 +129,7 @@ POSTGRES = Dialect(
             " WHERE j.delivery_id = d.id)"
         ),
         "table_exists": lambda x: f"to_regclass(:{x}) IS NOT NULL",
+        "collate": lambda x: f'COLLATE "{x}"',
     },
     schema={
         "time": lambda _: "timestamptz",
@@ -152,6 +159,7 @@ SQLITE = Dialect(
         "table_exists": lambda x: (
             f"EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :{x})"
         ),
+        "collate": lambda _: "",
     },
     schema={
         "time": lambda _: "REAL",
