@@ -16,18 +16,20 @@ if TYPE_CHECKING:
 
 _CUTOFF = "{now} - {secs:age}"
 # deliveries.id is COLLATE "C" on PostgreSQL, the columns pointing at it are plain text:
-# each join names the collation of the index it should walk (deliveries_pkey: "C";
+# each lookup names the collation of the index it should walk (deliveries_pkey: "C";
 # jobs_delivery_idx: "default"). Without it PostgreSQL hashes all of deliveries, payloads
 # and jobs for every batch: 4 s per batch of 1,000 at 5 million rows, 0.2 s with it
 # (docs/performance.md, "Cost growth").
 _JOBS_OF_D = "SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default}"
 # A payload may go once every job of its delivery completed before the cutoff (a delivery
 # no route matched has nothing to wait for). Failed and unfinished deliveries keep theirs:
-# a dead-letter retry needs the body.
+# a dead-letter retry needs the body. The walk goes over payloads (oldest first) and
+# looks each delivery up: the journal holds many more rows than payloads once a purge
+# has run, and SQLite would otherwise scan the journal from its oldest row every batch.
 _PAYLOAD_PURGEABLE = (
-    "FROM payloads p JOIN deliveries d ON d.id = p.delivery_id {collate:C}"
-    f" WHERE d.first_seen_at < {_CUTOFF}"
-    f" AND NOT EXISTS ({_JOBS_OF_D}"
+    "FROM payloads p WHERE (SELECT d.first_seen_at FROM deliveries d"
+    f" WHERE d.id = p.delivery_id {{collate:C}}) < {_CUTOFF}"
+    " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id"
     f" AND (j.state <> 'completed' OR j.completed_at >= {_CUTOFF}))"
 )
 _COUNT_PAYLOADS = Sql("SELECT count(*) " + _PAYLOAD_PURGEABLE)
