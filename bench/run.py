@@ -6,6 +6,8 @@ Modes (--modes, all by default; bench/README.md says what each one measures and 
   latency   receive -> handler start (p50/p99) at half the max receive rate, open loop
   drain     N queued no-op jobs, ONE worker process: jobs/s until empty, worker CPU
   peers     procrastinate and pgqueuer as receivers (in the receive table) and as drains
+Opt-in: scaleout (2 receivers + 3 workers, exact counts), growth (receive rate on an empty
+store, with N million old journal rows, and while `hookinbox purge` runs).
 
 Every server is a subprocess on a free 127.0.0.1 port, stopped by its own process group.
 Stores: a SQLite file in a temp dir, PostgreSQL databases bench_<tag>_* created and dropped
@@ -26,6 +28,7 @@ import time
 from pathlib import Path
 
 import drain
+import growth
 import latency
 import loadgen
 import receive
@@ -36,8 +39,9 @@ from peer_targets import PEERS
 import pipeline
 
 MODES = ("receive", "pipeline", "latency", "drain", "peers")
-#: Opt-in (minutes at bench size): the suite's scale-out scenario.
-EXTRA_MODES = ("scaleout",)
+#: Opt-in (minutes at bench size): the suite's scale-out scenario; cost growth (minutes and
+#: gigabytes: millions of journal rows per store).
+EXTRA_MODES = ("scaleout", "growth")
 STORES = ("sqlite", "pg")
 #: (full run, --quick): a full `make bench` takes about 10 minutes on 2 cores (quick: 3).
 DEFAULTS: dict[str, tuple[object, object]] = {
@@ -46,6 +50,7 @@ DEFAULTS: dict[str, tuple[object, object]] = {
     "connections": ("32,8", "32"),
     "drain_jobs": (10_000, 2_000),
     "latency_seconds": (5.0, 2.0),
+    "growth_rows": (5_000_000, 500_000),
 }
 
 
@@ -104,6 +109,23 @@ def parse_args() -> argparse.Namespace:
         type=int,
         default=20_000,
         help="mode scaleout: deliveries sent (20000)",
+    )
+    ap.add_argument(
+        "--growth-rows",
+        type=int,
+        help="mode growth: old deliveries written before the second phase (5000000; quick 500000)",
+    )
+    ap.add_argument(
+        "--growth-sqlite-rows",
+        type=int,
+        help="mode growth: the same for SQLite only (default: --growth-rows)",
+    )
+    ap.add_argument(
+        "--growth-purge",
+        type=int,
+        default=1_000_000,
+        help="mode growth: old deliveries that still hold a payload, dropped by the purge "
+        "phase (1000000, at most the rows)",
     )
     ap.add_argument("--json", type=Path, help="also write the raw per-run results here")
     args = ap.parse_args()
@@ -202,6 +224,7 @@ def main() -> int:
     lat: dict[str, latency.LatencyResult] = {}
     drained: dict[str, drain.DrainResult] = {}
     scaled: dict[str, object] | None = None
+    grown: dict[str, growth.GrowthResult] = {}
     try:
         targets = list(args.targets) if "receive" in modes else []
         if "peers" in modes:
@@ -223,6 +246,15 @@ def main() -> int:
             drain_targets += args.peers
         for target in drain_targets:
             drained[target] = loadgen.run(drain.bench_drain(target, bench))
+        if "growth" in modes:
+            for kind in args.stores:
+                rows = args.growth_rows
+                if kind == "sqlite" and args.growth_sqlite_rows is not None:
+                    rows = args.growth_sqlite_rows
+                log(f"[growth-{kind}] {rows:,} old deliveries, purge of {args.growth_purge:,}")
+                grown[f"hookinbox-{kind}"] = growth.bench_growth(
+                    kind, rows, args.growth_purge, bench
+                )
         if "scaleout" in modes:
             log(f"[scale-out] {args.scale_out_deliveries:,} deliveries, 2 receivers, 3 workers")
             scaled = scale_out.run_scale_out(args.scale_out_deliveries)
@@ -246,6 +278,9 @@ def main() -> int:
     if scaled is not None:
         scale_out.report(scaled)
         print()
+    if grown:
+        growth.report(grown)
+        print()
     print(f"(total {time.monotonic() - started:.0f} s)")
     if args.json:
         args.json.write_text(
@@ -259,6 +294,7 @@ def main() -> int:
                     "latency": latency.to_json(lat),
                     "drain": drain.to_json(drained),
                     "scale_out": scaled,
+                    "growth": growth.to_json(grown),
                 },
                 indent=2,
             )

@@ -48,6 +48,7 @@ def test_sqlite_binds_by_name() -> None:
         ("{for_update}", "FOR UPDATE", ""),
         ("{skip_locked}", "FOR UPDATE SKIP LOCKED", ""),
         ("{skip_locked:p}", "FOR UPDATE OF p SKIP LOCKED", ""),
+        ("{collate:C}", 'COLLATE "C"', ""),
     ],
 )
 def test_each_macro_renders_per_dialect(macro: str, postgres: str, sqlite: str) -> None:

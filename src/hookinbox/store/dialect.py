@@ -26,7 +26,13 @@ macro                  PostgreSQL                          SQLite
 ``{soft_commit}``      a select-list value that makes      ``NULL`` (nothing: SQLite's commit
                        this transaction's commit not       is what it is)
                        wait for the WAL flush
+``{collate:x}``        ``COLLATE "x"``                     nothing (every text is byte order)
 =====================  ==================================  ====================================
+
+``{collate:x}`` is for joins between ``deliveries.id`` (``{ordered_text}``: ``COLLATE "C"`` on
+PostgreSQL) and the plain ``text`` columns that point at it (``payloads.delivery_id``,
+``jobs.delivery_id``): without a collation on one side, PostgreSQL cannot use the other
+side's index for the join and hashes whole tables instead.
 
 The schema (``store/schema/NNN_name.sql``) is written once too, with a few type macros
 (:meth:`Dialect.render_schema`): ``{time}`` (``timestamptz`` / ``REAL`` unix seconds),
@@ -142,6 +148,7 @@ POSTGRES = Dialect(
         # Soft state only (a destination's bucket, slots and circuit): losing the last
         # few such commits in a crash is harmless, and it spares a flush per forward.
         "soft_commit": lambda _: "set_config('synchronous_commit', 'off', true)",
+        "collate": lambda x: f'COLLATE "{x}"',
     },
     schema={
         "time": lambda _: "timestamptz",
@@ -178,6 +185,7 @@ SQLITE = Dialect(
             " || '\"') END = :payload_value"
         ),
         "soft_commit": lambda _: "NULL",
+        "collate": lambda _: "",
     },
     schema={
         "time": lambda _: "REAL",

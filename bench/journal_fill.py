@@ -1,0 +1,285 @@
+"""Mode ``growth``'s old journal: N million rows made in bulk by SQL, straight into the
+tables ``hookinbox migrate`` created, as a store that has run for a month would hold them.
+
+Per old delivery (row ``i`` of ``n``, oldest first):
+
+- ``deliveries``: source ``bench``, an event id whose leading digits are a hash of ``i``
+  (``msg_<8 hashed hex>_<8 hex of i>``: unique, spread over the dedup index like real
+  provider ids, and in the same key space as the ids mode growth sends, each of which
+  starts with 8 random hex digits: a new id lands anywhere in the index, not at its
+  end), one of five event types,
+  ``first_seen_at`` spread evenly from 30 days ago to 2 days ago, the time-ordered
+  delivery id (``dlv_`` + 12 hex digits of those milliseconds + 20 of ``i``), one
+  delivery in 20 seen twice;
+- one ``jobs`` row (one route), ``completed`` 50 ms after receipt; one job in 33 needed a
+  second attempt 30 s later;
+- ``attempts``: one per attempt (``retry`` / ``http_503``, then ``completed``);
+- ``payloads``: only the newest ``payloads`` deliveries still hold their ~300-byte body
+  (a store whose older payloads a daily purge already dropped; their journal rows carry
+  ``payload_purged_at``). Every row is older than the 24 h payload retention and every
+  job completed, so ``hookinbox purge --payloads-only --older-than 1d`` drops exactly
+  those payloads.
+
+PostgreSQL: ``INSERT ... SELECT FROM generate_series`` per table per chunk of 500,000,
+with ``session_replication_role = replica`` (the foreign-key triggers off: the rows are
+consistent by construction), then ``VACUUM ANALYZE`` (this server runs with autovacuum
+off; a long-running store would have been vacuumed) and ``CHECKPOINT``, so the
+measurement does not pay for the fill's dirty pages. SQLite: the same rows from a
+recursive CTE per chunk, one transaction each, ``synchronous = OFF`` for the fill, then a
+``wal_checkpoint(TRUNCATE)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+from harness import HookinboxStore, log, pg_dsn
+
+DAY_MS = 86_400_000
+CHUNK = 500_000
+EVENT_TYPES = (
+    "invoice.paid",
+    "customer.updated",
+    "charge.succeeded",
+    "invoice.created",
+    "payment_intent.succeeded",
+)
+
+
+@dataclass(frozen=True)
+class FillPlan:
+    """``rows`` old deliveries, the newest ``payloads`` of them with a payload."""
+
+    rows: int
+    payloads: int
+    #: Unix milliseconds of row 0, and the step between rows (28 days over the rows).
+    base_ms: int
+    step_ms: float
+
+    @classmethod
+    def ending_two_days_ago(cls, rows: int, payloads: int) -> FillPlan:
+        now_ms = int(time.time() * 1000)
+        return cls(rows, min(payloads, rows), now_ms - 30 * DAY_MS, 28 * DAY_MS / max(rows, 1))
+
+
+@dataclass
+class FillResult:
+    rows: int
+    payloads: int
+    attempts: int
+    seconds: float
+    #: Seconds of VACUUM ANALYZE + CHECKPOINT (PostgreSQL) or the WAL checkpoint (SQLite).
+    settle_seconds: float
+    store_bytes: int
+
+
+# ---------------------------------------------------------------- PostgreSQL
+
+# $1 = first i, $2 = last i (inclusive), $3 = base_ms, $4 = step_ms, $5 = first i with a payload
+_PG_ROW = """
+    SELECT i,
+           ($3::bigint + (i * $4::float8)::bigint) AS ms
+    FROM generate_series($1::bigint, $2::bigint) AS i
+"""
+_PG_ID = "'dlv_' || lpad(to_hex(ms), 12, '0') || lpad(to_hex(i), 20, '0')"
+_PG_T = "to_timestamp(ms / 1000.0)"
+_PG_EVENT = (
+    "'msg_' || lpad(to_hex((i * 2654435761) % 4294967296), 8, '0')"
+    " || '_' || lpad(to_hex(i), 8, '0')"
+)
+_PG_TYPES = "(ARRAY[" + ",".join(f"'{t}'" for t in EVENT_TYPES) + "])[1 + i % 5]"
+
+PG_DELIVERIES = f"""
+INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, first_seen_at,
+                        last_seen_at, delivery_count, payload_purged_at)
+SELECT {_PG_ID}, 'bench', {_PG_EVENT}, {_PG_TYPES},
+       md5(i::text) || md5((i + 7)::text), {_PG_T},
+       {_PG_T} + CASE WHEN i % 20 = 0 THEN interval '40 seconds' ELSE interval '0' END,
+       CASE WHEN i % 20 = 0 THEN 2 ELSE 1 END,
+       CASE WHEN i < $5 THEN {_PG_T} + interval '1 day' END
+FROM ({_PG_ROW}) AS r
+"""
+_PG_DONE = "CASE WHEN i % 33 = 0 THEN interval '30.05 seconds' ELSE interval '0.05 seconds' END"
+PG_JOBS = f"""
+INSERT INTO jobs (id, delivery_id, source, action, state, attempts, max_attempts,
+                  next_attempt_at, trigger, created_at, updated_at, completed_at)
+SELECT {_PG_ID} || ':noop', {_PG_ID}, 'bench', 'noop', 'completed',
+       CASE WHEN i % 33 = 0 THEN 2 ELSE 1 END, 8, {_PG_T}, 'delivery', {_PG_T},
+       {_PG_T} + {_PG_DONE}, {_PG_T} + {_PG_DONE}
+FROM ({_PG_ROW}) AS r
+"""
+PG_ATTEMPTS = f"""
+INSERT INTO attempts (job_id, number, trigger, worker, started_at, ended_at, outcome, error_code)
+SELECT {_PG_ID} || ':noop', a.number, 'delivery', 'bench-growth',
+       {_PG_T} + (a.number - 1) * interval '30 seconds' + interval '0.01 seconds',
+       {_PG_T} + (a.number - 1) * interval '30 seconds' + interval '0.05 seconds',
+       CASE WHEN a.number = 1 AND i % 33 = 0 THEN 'retry' ELSE 'completed' END,
+       CASE WHEN a.number = 1 AND i % 33 = 0 THEN 'http_503' END
+FROM ({_PG_ROW}) AS r
+CROSS JOIN LATERAL (SELECT generate_series(1, CASE WHEN i % 33 = 0 THEN 2 ELSE 1 END)) AS a(number)
+"""
+_PG_BODY = (
+    """'{"type":"' || """
+    + _PG_TYPES
+    + """ || '","id":"' || """
+    + _PG_EVENT
+    + """ || '","data":{"object":"invoice","amount_paid":' || (1000 + i % 9000)"""
+    + """ || ',"currency":"usd","customer":"cus_' || lpad((i % 1000)::text, 6, '0')"""
+    + """ || '","lines":[{"price":"price_basic","quantity":1}],"metadata":{"order":"ord_'"""
+    + """ || lpad(i::text, 9, '0') || '","tenant":"t_bench"}}}'"""
+)
+PG_PAYLOADS = f"""
+INSERT INTO payloads (delivery_id, body, headers)
+SELECT {_PG_ID}, convert_to({_PG_BODY}, 'UTF8'),
+       '{{"content-type":"application/json","webhook-id":"' || {_PG_EVENT} || '"}}'
+FROM ({_PG_ROW}) AS r
+WHERE i >= $5
+"""
+TABLES = ("deliveries", "payloads", "jobs", "attempts")
+
+
+async def _fill_pg(db: str, plan: FillPlan, say: Callable[[str], None]) -> FillResult:
+    conn = await asyncpg.connect(pg_dsn(db), timeout=10)
+    first_payload = plan.rows - plan.payloads
+    try:
+        t0 = time.monotonic()
+        await conn.execute("SET session_replication_role = replica")
+        for lo in range(0, plan.rows, CHUNK):
+            hi = min(lo + CHUNK, plan.rows) - 1
+            args = (lo, hi, plan.base_ms, plan.step_ms, first_payload)
+            async with conn.transaction():
+                await conn.execute(PG_DELIVERIES, *args)
+                await conn.execute(PG_JOBS, *args[:4])
+                await conn.execute(PG_ATTEMPTS, *args[:4])
+                if hi >= first_payload:
+                    await conn.execute(PG_PAYLOADS, *args)
+            say(f"{hi + 1:,}/{plan.rows:,} rows, {time.monotonic() - t0:.0f} s")
+        filled = time.monotonic() - t0
+        t1 = time.monotonic()
+        await conn.execute("VACUUM ANALYZE " + ", ".join(TABLES))
+        await conn.execute("CHECKPOINT")
+        settle = time.monotonic() - t1
+        attempts = int(await conn.fetchval("SELECT count(*) FROM attempts"))
+        size = int(await conn.fetchval("SELECT pg_database_size(current_database())"))
+    finally:
+        await conn.close()
+    return FillResult(plan.rows, plan.payloads, attempts, filled, settle, size)
+
+
+# ---------------------------------------------------------------- SQLite
+
+# :lo, :hi (inclusive), :base, :step, :first_payload; SQLite's printf formats 64-bit integers.
+_SQ_ROWS = """
+WITH RECURSIVE s(i) AS (SELECT :lo UNION ALL SELECT i + 1 FROM s WHERE i < :hi),
+r(i, ms) AS (SELECT i, :base + CAST(i * :step AS INTEGER) FROM s)
+"""
+_SQ_ID = "printf('dlv_%012x%020x', ms, i)"
+_SQ_T = "(ms / 1000.0)"
+_SQ_EVENT = "printf('msg_%08x_%08x', (i * 2654435761) % 4294967296, i)"
+_SQ_TYPES = (
+    "CASE i % 5 " + " ".join(f"WHEN {n} THEN '{t}'" for n, t in enumerate(EVENT_TYPES)) + " END"
+)
+SQ_DELIVERIES = f"""
+INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, first_seen_at,
+                        last_seen_at, delivery_count, payload_purged_at)
+{_SQ_ROWS}
+SELECT {_SQ_ID}, 'bench', {_SQ_EVENT}, {_SQ_TYPES}, lower(hex(randomblob(32))), {_SQ_T},
+       {_SQ_T} + CASE WHEN i % 20 = 0 THEN 40 ELSE 0 END,
+       CASE WHEN i % 20 = 0 THEN 2 ELSE 1 END,
+       CASE WHEN i < :first_payload THEN {_SQ_T} + 86400 END
+FROM r
+"""
+SQ_JOBS = f"""
+INSERT INTO jobs (id, delivery_id, source, action, state, attempts, max_attempts,
+                  next_attempt_at, trigger, created_at, updated_at, completed_at)
+{_SQ_ROWS}
+SELECT {_SQ_ID} || ':noop', {_SQ_ID}, 'bench', 'noop', 'completed',
+       CASE WHEN i % 33 = 0 THEN 2 ELSE 1 END, 8, {_SQ_T}, 'delivery', {_SQ_T},
+       {_SQ_T} + CASE WHEN i % 33 = 0 THEN 30.05 ELSE 0.05 END,
+       {_SQ_T} + CASE WHEN i % 33 = 0 THEN 30.05 ELSE 0.05 END
+FROM r
+"""
+SQ_ATTEMPTS = f"""
+INSERT INTO attempts (job_id, number, trigger, worker, started_at, ended_at, outcome, error_code)
+{_SQ_ROWS}, n(number) AS (VALUES (1), (2))
+SELECT {_SQ_ID} || ':noop', n.number, 'delivery', 'bench-growth',
+       {_SQ_T} + (n.number - 1) * 30 + 0.01, {_SQ_T} + (n.number - 1) * 30 + 0.05,
+       CASE WHEN n.number = 1 AND i % 33 = 0 THEN 'retry' ELSE 'completed' END,
+       CASE WHEN n.number = 1 AND i % 33 = 0 THEN 'http_503' END
+FROM r JOIN n ON n.number = 1 OR i % 33 = 0
+ORDER BY i, n.number
+"""
+_SQ_BODY = (
+    """'{"type":"' || """
+    + _SQ_TYPES
+    + """ || '","id":"' || """
+    + _SQ_EVENT
+    + """ || '","data":{"object":"invoice","amount_paid":' || (1000 + i % 9000)"""
+    + """ || ',"currency":"usd","customer":"cus_' || printf('%06d', i % 1000)"""
+    + """ || '","lines":[{"price":"price_basic","quantity":1}],"metadata":{"order":"ord_'"""
+    + """ || printf('%09d', i) || '","tenant":"t_bench"}}}'"""
+)
+SQ_PAYLOADS = f"""
+INSERT INTO payloads (delivery_id, body, headers)
+{_SQ_ROWS}
+SELECT {_SQ_ID}, CAST({_SQ_BODY} AS BLOB),
+       '{{"content-type":"application/json","webhook-id":"' || {_SQ_EVENT} || '"}}'
+FROM r WHERE i >= :first_payload
+"""
+
+
+def _fill_sqlite(path: Path, plan: FillPlan, say: Callable[[str], None]) -> FillResult:
+    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+    first_payload = plan.rows - plan.payloads
+    try:
+        conn.execute("PRAGMA synchronous = OFF")
+        conn.execute("PRAGMA cache_size = -1000000")  # 1 GB for the fill's index inserts
+        t0 = time.monotonic()
+        for lo in range(0, plan.rows, CHUNK):
+            hi = min(lo + CHUNK, plan.rows) - 1
+            args = {
+                "lo": lo,
+                "hi": hi,
+                "base": plan.base_ms,
+                "step": plan.step_ms,
+                "first_payload": first_payload,
+            }
+            conn.execute("BEGIN")
+            for sql in (SQ_DELIVERIES, SQ_JOBS, SQ_ATTEMPTS):
+                conn.execute(sql, args)
+            if hi >= first_payload:
+                conn.execute(SQ_PAYLOADS, args)
+            conn.execute("COMMIT")
+            say(f"{hi + 1:,}/{plan.rows:,} rows, {time.monotonic() - t0:.0f} s")
+        filled = time.monotonic() - t0
+        t1 = time.monotonic()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        settle = time.monotonic() - t1
+        attempts = int(conn.execute("SELECT count(*) FROM attempts").fetchone()[0])
+    finally:
+        conn.close()
+    size = sum(
+        Path(f"{path}{suffix}").stat().st_size
+        for suffix in ("", "-wal")
+        if Path(f"{path}{suffix}").exists()
+    )
+    return FillResult(plan.rows, plan.payloads, attempts, filled, settle, size)
+
+
+def fill(store: HookinboxStore, plan: FillPlan, label: str) -> FillResult:
+    """Write the plan's old journal into a migrated store; log progress per chunk."""
+
+    def say(msg: str) -> None:
+        log(f"[{label}] fill: {msg}")
+
+    if store.kind == "pg":
+        assert store.pg_db is not None
+        return asyncio.run(_fill_pg(store.pg_db, plan, say))
+    assert store.sqlite_path is not None
+    return _fill_sqlite(store.sqlite_path, plan, say)
