@@ -309,11 +309,18 @@ class PostgresDriver(Driver):
     async def _listen(self) -> None:
         """A dedicated LISTEN connection; when it cannot be had, workers simply poll."""
         self._listener = None
+        conn: asyncpg.Connection | None = None
         try:
             conn = await asyncpg.connect(self.url, timeout=_CONNECT_TIMEOUT)
             await conn.add_listener(statements.NOTIFY_CHANNEL, self._on_notify)
-        except (*_UNAVAILABLE, asyncpg.PostgresError):
-            return
+        except BaseException as exc:
+            # Connected but not listening (the server went away, or the worker is
+            # stopping): the connection is nobody's, so it is ended here, not leaked.
+            if conn is not None:
+                conn.terminate()
+            if isinstance(exc, (*_UNAVAILABLE, asyncpg.PostgresError)):
+                return
+            raise
         self._listener = conn
 
     def _on_notify(self, *_: object) -> None:
