@@ -26,7 +26,7 @@ import platform
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -134,6 +134,14 @@ class BuildInfo(Collector):
         yield family
 
 
+class _JobMetrics(NamedTuple):
+    """One route's job metrics (the children for its source and action)."""
+
+    started: Any
+    ran: Any
+    completed: Any
+
+
 class Metrics:
     """The counters and histograms of one inbox (its own registry, so tests and several
     inboxes in one process do not share values)."""
@@ -145,6 +153,7 @@ class Metrics:
         self._sources = frozenset(sources)
         self.recent = RecentCounts()
         self._answered: dict[tuple[str, str], tuple[Any, Any]] = {}
+        self._jobs: dict[tuple[str, str], _JobMetrics] = {}
         self._reasons: set[str] = set()
         reg = self.registry
         ProcessCollector(registry=reg)
@@ -226,15 +235,28 @@ class Metrics:
         self.rejected.labels(self.source_label(source), reason, kept).inc()
 
     # -- working ----------------------------------------------------------------------
+    def _job(self, source: str, action: str) -> _JobMetrics:
+        """A route's children, looked up once: ``labels()`` per job cost more than the
+        three updates (Prometheus keeps every child it made anyway)."""
+        found = self._jobs.get((source, action))
+        if found is None:
+            found = _JobMetrics(
+                self.jobs_started.labels(source, action),
+                self.handler_seconds.labels(source, action),
+                self.jobs_completed.labels(source, action),
+            )
+            self._jobs[(source, action)] = found
+        return found
+
     def job_started(self, source: str, action: str) -> None:
-        self.jobs_started.labels(source, action).inc()
+        self._job(source, action).started.inc()
 
     def job_ran(self, source: str, action: str, seconds: float) -> None:
         """The action returned or raised after ``seconds``."""
-        self.handler_seconds.labels(source, action).observe(seconds)
+        self._job(source, action).ran.observe(seconds)
 
     def job_completed(self, source: str, action: str) -> None:
-        self.jobs_completed.labels(source, action).inc()
+        self._job(source, action).completed.inc()
 
     def job_retried(self, source: str, action: str, reason: str) -> None:
         self.jobs_retried.labels(source, action, self.reason_label(reason)).inc()
