@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import random
 import threading
 import time
 
 _RANDOM_BITS = 80
 _lock = threading.Lock()
 _last = (0, 0)
+#: Seeded from the OS here and again in a forked child; our own, so a handler seeding
+#: the random module (or a test tool doing so) cannot make two processes' ids repeat.
+_random = random.Random()
 
 
 def new_delivery_id() -> str:
@@ -23,7 +28,10 @@ def new_delivery_id() -> str:
         if millis <= last_millis:
             millis, random_part = last_millis, last_random + 1
         else:
-            random_part = int.from_bytes(os.urandom(10)) >> 1  # room to count up
+            # A generator seeded from the OS, not os.urandom: a system call per delivery
+            # cost more than the rest of the id. The id only has to be unique, not
+            # secret (it grants nothing).
+            random_part = _random.getrandbits(_RANDOM_BITS - 1)  # room to count up
         _last = (millis, random_part)
     return f"dlv_{millis:012x}{random_part % (1 << _RANDOM_BITS):020x}"
 
@@ -31,6 +39,27 @@ def new_delivery_id() -> str:
 def new_rejected_id() -> str:
     """``rej_`` + the same time-ordered digits as a delivery id: a rejected delivery."""
     return "rej_" + new_delivery_id()[4:]
+
+
+_REQUEST_PREFIX = os.urandom(4).hex()
+_request_count = itertools.count(1)
+
+
+def _after_fork() -> None:
+    """A forked child draws and counts apart from its parent."""
+    global _REQUEST_PREFIX, _request_count
+    _random.seed()
+    _REQUEST_PREFIX, _request_count = os.urandom(4).hex(), itertools.count(1)
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def new_request_id() -> str:
+    """A request's id for its log lines, when the caller sent none that looks like one:
+    a random prefix per process and a count (unique, cheap; a secret token per request
+    cost a system call each)."""
+    return f"{_REQUEST_PREFIX}{next(_request_count):08x}"
 
 
 def job_id(delivery_id: str, action: str) -> str:

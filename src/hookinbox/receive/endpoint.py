@@ -15,7 +15,6 @@ shape must never make the server print a traceback.
 from __future__ import annotations
 
 import re
-import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from hookinbox.errors import HookinboxError, PayloadTooLarge
 from hookinbox.http.errors import INTERNAL, RETRY_AFTER_SECONDS, unexpected_error_fields
+from hookinbox.ids import new_request_id
 from hookinbox.logs import get_logger
 from hookinbox.verify.base import QUERY
 
@@ -116,7 +116,7 @@ class WebhookEndpoint:
             headers[QUERY] = query.decode("latin-1")
         offered = headers.get("x-request-id", "")
         # A caller's request id is logged only when it looks like an id, never as free text.
-        request_id = offered if _REQUEST_ID.fullmatch(offered) else secrets.token_hex(8)
+        request_id = offered if _REQUEST_ID.fullmatch(offered) else new_request_id()
         structlog.contextvars.bind_contextvars(request_id=request_id)
         try:
             body = await read_body(receive, headers, receiver.max_body_bytes(source))
