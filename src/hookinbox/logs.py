@@ -12,7 +12,7 @@ import atexit
 import logging
 import sys
 import threading
-from datetime import UTC, datetime
+import time
 from typing import Any, Literal, TextIO
 
 import orjson
@@ -39,8 +39,22 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info") -> None:
 def _level_and_time(logger: Any, method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
     """structlog's add_log_level and an ISO UTC TimeStamper, in one call (hot path)."""
     event_dict["level"] = "warning" if method == "warn" else method
-    event_dict["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    event_dict["timestamp"] = _utc_now_iso()
     return event_dict
+
+
+_second: tuple[int, str] = (-1, "")
+
+
+def _utc_now_iso() -> str:
+    """``2026-12-01T09:03:14.604363Z``: the date and time are formatted once a second and
+    only the microseconds per line (half the cost of ``datetime.isoformat`` per line)."""
+    global _second
+    now = time.time()
+    whole = int(now)
+    if whole != _second[0]:
+        _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+    return f"{_second[1]}.{int((now - whole) * 1_000_000):06d}Z"
 
 
 def _render_json(logger: Any, method: str, event_dict: dict[str, Any]) -> str:
