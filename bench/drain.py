@@ -283,8 +283,22 @@ def report(results: dict[str, DrainResult]) -> None:
         if a and b and a.runs and b.runs and b.med("jobs_per_s"):
             label = f"{num} / {den}"
             lines.append(f"  {label:<50} {a.med('jobs_per_s') / b.med('jobs_per_s'):.2f}x")
+    pg, pgq = results.get("hookinbox-pg"), results.get("pgqueuer")
+    if pg and pg.runs:
+        rate = pg.med("jobs_per_s")
+        verdict = "met" if rate >= 5000 else "NOT met"
+        lines.append(f"  {'hookinbox-pg jobs/s':<50} {rate:,.0f}  aim >= 5,000: {verdict}")
+        if pgq and pgq.runs and pgq.med("jobs_per_s"):
+            times = rate / pgq.med("jobs_per_s")
+            verdict = "met" if times >= 3 else "NOT met"
+            lines.append(f"  {'hookinbox-pg / pgqueuer':<50} {times:.2f}x  aim >= 3x: {verdict}")
+    sq = results.get("hookinbox-sqlite")
+    if sq and sq.runs:
+        rate = sq.med("jobs_per_s")
+        verdict = "met" if rate >= 3000 else "NOT met"
+        lines.append(f"  {'hookinbox-sqlite jobs/s':<50} {rate:,.0f}  aim >= 3,000: {verdict}")
     if lines:
-        print("\nratios (median jobs/s):")
+        print("\nratios (median jobs/s; aims: issue 11):")
         print("\n".join(lines))
 
 

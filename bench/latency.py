@@ -246,6 +246,11 @@ def report(results: dict[str, LatencyResult]) -> None:
                 f"{sum(r.errors for r in sr.runs):>6}  {each}"
             )
             print(f"{'':<17} {sr.label}: {sr.rate_source}")
+            if sr.label == "1/2 max":
+                p99 = sr.med("start_p99_ms")
+                verdict = "met" if p99 < 50 else "NOT met"
+                aim = f"receive -> start p99 {p99:.1f} ms: aim < 50 ms (issue 11)"
+                print(f"{'':<17} {aim}: {verdict}")
         for note in lr.notes:
             print(f"{'':<17} note: {note}")
 

@@ -207,7 +207,10 @@ def report(results: dict[str, PipelineResult], receive_rates: dict[str, float]) 
             continue
         acc, done = pr.med("accepted_per_s"), pr.med("completed_per_s")
         if acc:
-            lines.append((f"{target} completed/s / accepted/s", f"{done / acc:.2f}"))
+            verdict = "met" if done / acc >= 0.8 else "NOT met"
+            lines.append(
+                (f"{target} completed/s / accepted/s", f"{done / acc:.2f}  aim >= 0.8: {verdict}")
+            )
         if base := receive_rates.get(target):
             lines.append((f"{target} accepted/s with workers / without", f"{acc / base:.2f}"))
         if ceiling := receive_rates.get("ceiling"):
