@@ -111,6 +111,7 @@ async def paced_run(
     requests = signed_requests(
         server.port, bench.signer, unique_ids(max(1, int(rate * seconds)), tag)
     )
+    await probe.stand_in_for_autovacuum()
     cpu0 = server.cpu_seconds()
     lr = await loadgen.send_paced("127.0.0.1", server.port, requests, rate)
     cpu1 = server.cpu_seconds()
@@ -187,6 +188,8 @@ async def run_latency(
     probe = await Probe.open(store)
     try:
         await wait_drained(probe, HOOKINBOX_SQL.unfinished)
+        if await probe.stand_in_for_autovacuum():
+            result.notes.append("autovacuum is off on this server: VACUUM before each run")
         if args.latency_rate:
             rate, source = args.latency_rate, "--latency-rate"
         elif receive_rate:

@@ -125,6 +125,8 @@ async def run_pipeline(
         for i in range(args.runs):
             if left:
                 result.notes.append(f"run {i + 1} started with a backlog of {left:,} jobs")
+            if await probe.stand_in_for_autovacuum() and i == 0:
+                result.notes.append("autovacuum is off on this server: VACUUM before each run")
             tag = new_tag()
             count = int(rate_hint * args.duration * 1.6) + 2000
             write_requests(reqfile, server.port, bench.signer, unique_ids(count, tag))
