@@ -17,6 +17,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal, Self, TypeVar, get_args
 
+import orjson
+
 from hookinbox.store.sql import DecodeTime, Row
 
 JobState = Literal["accepted", "processing", "completed", "failed"]
@@ -148,7 +150,9 @@ class ClaimedJob:
             no_times,
             lease_token=lease_token,
             body=bytes(body) if body is not None else None,
-            headers=json.loads(headers) if headers else {},
+            # Kept headers are JSON of latin-1 text both stores wrote: orjson reads them
+            # several times faster, once per claimed job.
+            headers=orjson.loads(headers) if headers else {},
         )
 
 
