@@ -13,6 +13,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from hookinbox.codes import AttemptOutcome, JobCode
 from hookinbox.store.records import (
     AttemptDetail,
@@ -23,7 +25,7 @@ from hookinbox.store.records import (
     Settlement,
     SettleOutcome,
 )
-from hookinbox.store.sql import WAKE, Sql, Step, Tx, count, many, rows
+from hookinbox.store.sql import WAKE, Row, Sql, Step, Tx, count, many, rows
 
 # -- fragments (shared with the PostgreSQL statements) --------------------------------
 
@@ -97,12 +99,19 @@ LEASE_EXHAUSTED = "state = 'processing' AND lease_expires_at < {now} AND attempt
 
 # -- reserve ---------------------------------------------------------------------------
 
-_INSERT_DELIVERY = Sql(
+_DELIVERY_VALUES = (
     "INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count,"
     " first_seen_at, last_seen_at)"
     " VALUES (:id, :source, :event_id, :event_type, :sha, :seen, {now}, {now})"
-    " ON CONFLICT (source, event_id) DO NOTHING RETURNING id"
+    " ON CONFLICT (source, event_id) DO NOTHING"
 )
+_INSERT_DELIVERY = Sql(_DELIVERY_VALUES + " RETURNING id")
+#: The batch's form: run once per item in one prepared statement (``many``).
+_ADD_DELIVERIES = Sql(_DELIVERY_VALUES)
+#: Which of the batch's ids are rows now: the ones its insert wrote. The ids are the
+#: receiver's own (:func:`~hookinbox.ids.new_delivery_id`, plain ASCII), so they travel
+#: exactly as a list parameter (SQLite's ``json_each``).
+_ADDED = Sql("SELECT id FROM deliveries WHERE id {in:ids}")
 _INSERT_PAYLOAD = Sql(
     "INSERT INTO payloads (delivery_id, body, headers) VALUES (:id, :body, :headers)"
 )
@@ -118,12 +127,21 @@ _SEEN_AGAIN = Sql(
 )
 
 
-def reserve_one(item: NewDelivery) -> Tx[Reservation]:
-    """The journal row, payload and jobs of a first delivery, or the last-seen, count and
-    conflict of a repeat: never SELECT-then-INSERT, never a caught unique violation."""
-    # One parameter set serves every statement (each binds the names it uses): this runs
-    # once per delivery on SQLite's writer thread.
-    params = {
+def headers_text(headers: Mapping[str, str]) -> str:
+    """The kept headers as the JSON text a payload row stores (read back with
+    ``json.loads``). orjson does it in one C call; whatever it cannot encode (a lone
+    surrogate, a key that is not text) is written by the standard library as before, so
+    orjson never refuses a delivery that used to be stored."""
+    try:
+        return orjson.dumps(headers).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(headers)
+
+
+def _delivery_params(item: NewDelivery) -> dict[str, Any]:
+    """The parameters of :data:`_INSERT_DELIVERY` and :data:`_SEEN_AGAIN` (each binds the
+    names it uses)."""
+    return {
         "id": item.id,
         "source": item.source,
         "event_id": item.event_id,
@@ -131,36 +149,79 @@ def reserve_one(item: NewDelivery) -> Tx[Reservation]:
         "sha": item.body_sha256,
         "seen": item.seen,
     }
+
+
+def _duplicate(item: NewDelivery, first: Row) -> Reservation:
+    return Reservation(
+        "duplicate",
+        first["id"],
+        conflict=first["body_sha256"] != item.body_sha256,
+        first_body_sha256=first["body_sha256"],
+    )
+
+
+def _jobs_params(items: Sequence[NewDelivery]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": job.id,
+            "delivery_id": item.id,
+            "source": item.source,
+            "action": job.action,
+            "max_attempts": job.max_attempts or item.max_attempts,
+        }
+        for item in items
+        for job in item.jobs
+    ]
+
+
+def reserve_one(item: NewDelivery) -> Tx[Reservation]:
+    """The journal row, payload and jobs of a first delivery, or the last-seen, count and
+    conflict of a repeat: never SELECT-then-INSERT, never a caught unique violation."""
+    params = _delivery_params(item)
     if (yield Step(_INSERT_DELIVERY, params, "value")) is None:
-        first = yield Step(_SEEN_AGAIN, params, "row")
-        return Reservation(
-            "duplicate",
-            first["id"],
-            conflict=first["body_sha256"] != item.body_sha256,
-            first_body_sha256=first["body_sha256"],
-        )
-    yield count(_INSERT_PAYLOAD, id=item.id, body=item.body, headers=json.dumps(item.headers))
+        return _duplicate(item, (yield Step(_SEEN_AGAIN, params, "row")))
+    yield count(_INSERT_PAYLOAD, id=item.id, body=item.body, headers=headers_text(item.headers))
     if item.jobs:
-        job = {"delivery_id": item.id, "source": item.source}
-        jobs = [
-            {
-                **job,
-                "id": j.id,
-                "action": j.action,
-                "max_attempts": j.max_attempts or item.max_attempts,
-            }
-            for j in item.jobs
-        ]
-        yield many(_INSERT_JOB, jobs)
+        yield many(_INSERT_JOB, _jobs_params([item]))
     return Reservation("accepted", item.id)
 
 
 def reserve_batch(items: Sequence[NewDelivery]) -> Tx[list[Reservation]]:
-    """Every item in one transaction, answered in item order."""
+    """Every item in one transaction, answered in item order: what :func:`reserve_one`
+    does to each, in a few statements for the whole batch (each a loop in C over one
+    prepared statement on SQLite) instead of a few per item.
+
+    The journal rows go in first, all at once (``ON CONFLICT DO NOTHING``: the unique
+    index decides between two receivers, and between two items of one event in one
+    batch, the first in item order winning); an item whose id is then a row was written
+    by this insert (when every item wrote one, the count says so and nothing is read).
+    The others are repeats: each one's row is counted again, one statement each, in
+    item order (they are rare, and two of one event must both count). The payloads and
+    jobs of the accepted ones follow, one statement each."""
+    params = [_delivery_params(item) for item in items]
+    written = yield many(_ADD_DELIVERIES, params)
+    if written == len(items):
+        added = {item.id for item in items}
+    else:
+        added = {r["id"] for r in (yield rows(_ADDED, ids=[item.id for item in items]))}
     answers = []
-    for item in items:
-        answers.append((yield from reserve_one(item)))
-    if any(answer.outcome == "accepted" for answer in answers):
+    for item, each in zip(items, params, strict=True):
+        if item.id in added:
+            answers.append(Reservation("accepted", item.id))
+        else:
+            answers.append(_duplicate(item, (yield Step(_SEEN_AGAIN, each, "row"))))
+    accepted = [item for item in items if item.id in added]
+    if accepted:
+        yield many(
+            _INSERT_PAYLOAD,
+            [
+                {"id": item.id, "body": item.body, "headers": headers_text(item.headers)}
+                for item in accepted
+            ],
+        )
+        jobs = _jobs_params(accepted)
+        if jobs:
+            yield many(_INSERT_JOB, jobs)
         yield WAKE
     return answers
 

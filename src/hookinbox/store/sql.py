@@ -49,7 +49,8 @@ class Sql:
 class Step:
     """A statement to run inside a transaction, and what to send back for it:
     ``rows`` (a list), ``row`` (the first or None), ``value`` (its first column or None),
-    ``count`` (rows changed), ``many`` (one run per parameter set, nothing back)."""
+    ``count`` (rows changed), ``many`` (one run per parameter set; back: the rows changed
+    in all where the driver can tell, SQLite, else None)."""
 
     sql: Sql
     params: Any

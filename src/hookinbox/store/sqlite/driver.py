@@ -249,8 +249,7 @@ class SQLiteDriver(Driver):
             return None
         text = self.dialect.render(step.sql).text
         if step.fetch == "many":
-            conn.executemany(text, [_bind(params) for params in step.params])
-            return None
+            return conn.executemany(text, [_bind(params) for params in step.params]).rowcount
         try:
             cursor = conn.execute(text, _bind(step.params))
         except sqlite3.IntegrityError as exc:
