@@ -108,8 +108,11 @@ async def send_all(urls: list[str], deliveries: list[tuple[bytes, dict]]) -> col
 
     async def lane() -> None:
         # A client per lane: one pool of many connections costs the sender more CPU per
-        # request than the receivers spend.
-        async with httpx.AsyncClient(timeout=30) as client:
+        # request than the receivers spend. A connection idle for a second is not used
+        # again: the receivers close idle ones after 5 s, and one closed just as a request
+        # went out on it was a ReadError on a loaded machine (httpx's own expiry is 5 s).
+        limits = httpx.Limits(keepalive_expiry=1.0)
+        async with httpx.AsyncClient(timeout=30, limits=limits) as client:
             for n, (body, headers) in pending:
                 answer = await client.post(urls[n % len(urls)], content=body, headers=headers)
                 status = answer.json().get("status") if answer.status_code == 200 else None
