@@ -77,10 +77,9 @@ def settled_attempt_values(value: str, delay: str) -> str:
     )
 
 
-CLEAR_LEASE = (
-    "lease_token = NULL, leased_by = NULL, leased_at = NULL, lease_expires_at = NULL,"
-    " updated_at = {now}"
-)
+#: Ending a lease (of a job or an outbox row). A job's ``leased_at`` stays: when it was
+#: last claimed, read only while the job is processing.
+CLEAR_LEASE = "lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = {now}"
 
 
 def mark_ended(state: str) -> str:

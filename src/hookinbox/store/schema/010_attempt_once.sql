@@ -1,8 +1,8 @@
 -- Each attempt row is written once, complete, when the attempt ends (issue 11, worker
 -- throughput): by the settle, or, for a lease that ran out, by the re-claim or the
 -- exhausted-lease sweep. Until then the running attempt is the leased job itself:
--- leased_by is its worker and leased_at (set by the claim, cleared with the lease) its
--- start, from the database clock.
+-- leased_by is its worker and leased_at (set by each claim, from the database clock)
+-- its start.
 ALTER TABLE jobs ADD COLUMN leased_at {time};
 
 -- Attempts left open by an older version (jobs leased across the upgrade): their start
