@@ -8,9 +8,14 @@ updates none is below the store's contract, and is what they pin.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from typing import Any
 
+import asyncpg
+
 from hookinbox.store import AttemptDetail, Settlement, Store
+from hookinbox.store.dialect import POSTGRES, SQLITE
+from hookinbox.store.migrations import load_migrations
 from hookinbox.store.sql import Sql
 from tests.store.test_contract import new_delivery
 
@@ -152,3 +157,56 @@ async def test_a_lease_lapsed_on_the_last_attempt_is_written_by_the_sweep(store:
     assert all(r["started_at"] <= r["ended_at"] for r in rows)
     detail = await store.queue.get_job(job.id)
     assert detail is not None and (detail.state, detail.last_error) == ("failed", "lease_expired")
+
+
+_BEFORE_010 = [
+    "INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count,"
+    " first_seen_at, last_seen_at) VALUES ('d1', 's', 'e1', 't', 'x', 1, {t0}, {t0})",
+    # Leased across the upgrade: its attempt is open.
+    "INSERT INTO jobs (id, delivery_id, source, action, state, attempts, max_attempts,"
+    " next_attempt_at, lease_token, leased_by, lease_expires_at, created_at, updated_at)"
+    " VALUES ('d1:a', 'd1', 's', 'a', 'processing', 2, 3, {t0}, 'tok', 'w-old', {t3}, {t0},"
+    " {t2})",
+    "INSERT INTO attempts (job_id, number, trigger, worker, started_at, ended_at, outcome,"
+    " error_code) VALUES ('d1:a', 1, 'delivery', 'w-old', {t0}, {t1}, 'retry', 'boom')",
+    "INSERT INTO attempts (job_id, number, trigger, worker, started_at)"
+    " VALUES ('d1:a', 2, 'delivery', 'w-old', {t2})",
+]
+_AFTER_010 = (
+    "SELECT (SELECT leased_at FROM jobs WHERE id = 'd1:a') AS leased_at,"
+    " (SELECT count(*) FROM attempts WHERE ended_at IS NULL) AS still_open,"
+    " (SELECT count(*) FROM attempts) AS kept"
+)
+
+
+async def test_migration_010_moves_an_attempt_left_open_onto_its_leased_job(
+    backend: str, db_url: str
+) -> None:
+    """A job leased while the store is upgraded: its open attempt's start becomes the
+    job's ``leased_at`` and the open row goes (its settle writes it, ended); the ended
+    attempts stay."""
+    if backend == "sqlite":
+        conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+        times = {f"t{i}": str(100.0 + i) for i in range(4)}
+        for migration in load_migrations("hookinbox.store.sqlite", SQLITE):
+            if migration.version == 10:
+                for statement in _BEFORE_010:
+                    conn.execute(statement.format(**times))
+            conn.executescript(migration.sql)
+        leased_at, still_open, kept = conn.execute(_AFTER_010).fetchone()
+        conn.close()
+        assert leased_at == 102.0
+    else:
+        pg = await asyncpg.connect(db_url)
+        try:
+            times = {f"t{i}": f"to_timestamp({100 + i})" for i in range(4)}
+            for migration in load_migrations("hookinbox.store.postgres", POSTGRES):
+                if migration.version == 10:
+                    for statement in _BEFORE_010:
+                        await pg.execute(statement.format(**times))
+                await pg.execute(migration.sql)
+            leased_at, still_open, kept = await pg.fetchrow(_AFTER_010)
+        finally:
+            await pg.close()
+        assert leased_at.timestamp() == 102.0
+    assert (still_open, kept) == (0, 1)
