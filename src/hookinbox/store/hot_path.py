@@ -38,30 +38,49 @@ LEASE_LAPSED = "state = 'processing' AND lease_expires_at < {now} AND attempts <
 DUE_JOBS = f"({DUE_ACCEPTED}) OR ({LEASE_LAPSED})"
 LEASE_JOB = (
     "state = 'processing', attempts = attempts + 1, lease_token = :token, leased_by = :worker,"
-    " lease_expires_at = {now} + {secs:lease}, updated_at = {now}"
+    " leased_at = {now}, lease_expires_at = {now} + {secs:lease}, updated_at = {now}"
 )
 CLAIMED_COLUMNS = "id, delivery_id, source, action, attempts, max_attempts, trigger"
-START_ATTEMPTS_FROM = (
-    "INSERT INTO attempts (job_id, number, trigger, worker, started_at)"
-    " SELECT id, attempts, trigger, :worker, {now} FROM "
+
+# An attempt row is written once, complete, when its attempt ends: by the settle, or for a
+# lease that ran out, by the re-claim or the exhausted-lease sweep. Until then the running
+# attempt is the leased job itself (number ``attempts``, worker ``leased_by``, started at
+# ``leased_at``): one insert per attempt, no update, no row the settle has to find.
+
+#: An ended attempt's columns, and a settled one's (what it met, when the job is due).
+ATTEMPT_COLUMNS = "job_id, number, trigger, worker, started_at, ended_at, outcome, error_code"
+SETTLED_ATTEMPT_COLUMNS = (
+    ATTEMPT_COLUMNS + ", target, http_status, response_snippet, duration_ms, next_attempt_at"
 )
-END_ATTEMPT = "ended_at = {now}, outcome = :outcome, error_code = :error"
 
 
-def settle_attempt_set(value: str, delay: str) -> str:
-    """Ending a settled attempt: its outcome and error, what it met (an
-    :class:`AttemptDetail`) and, when the job waits again, when it is due. ``value`` and
-    ``delay`` as in :func:`finish_job_set`, so one batch of PostgreSQL writes exactly
-    what one settle does."""
+def lease_attempt(job: str) -> str:
+    """The attempt a job's lease holds, ending now: its number and trigger, the worker and
+    claim time of the lease (``job`` prefixes the columns of the job row as the claim
+    left it, read before anything overwrites the lease)."""
+    return f"{job}id, {job}attempts, {job}trigger, {job}leased_by, {job}leased_at, {{now}}"
+
+
+#: The lease-expired attempt of each job in a set (a FROM clause follows); ``:outcome``
+#: and ``:error`` as in :data:`LEASE_EXPIRED`.
+EXPIRE_ATTEMPTS_FROM = (
+    f"INSERT INTO attempts ({ATTEMPT_COLUMNS}) SELECT {lease_attempt('')}, :outcome, :error FROM "
+)
+
+
+def settled_attempt_values(value: str, delay: str) -> str:
+    """A settled attempt's outcome and error, what it met (an :class:`AttemptDetail`)
+    and, when the job waits again, when it is due: the values after
+    :func:`lease_attempt`. ``value`` and ``delay`` as in :func:`finish_job_set`, so one
+    batch of PostgreSQL writes exactly what one settle does."""
     return (
-        f"ended_at = {{now}}, outcome = {value}outcome, error_code = {value}error,"
-        f" target = {value}target, http_status = {value}http_status,"
-        f" response_snippet = {value}snippet, duration_ms = {value}duration_ms,"
-        f" next_attempt_at = CASE WHEN {value}state = 'accepted' THEN {{now}} + {delay} END"
+        f"{value}outcome, {value}error, {value}target, {value}http_status, {value}snippet,"
+        f" {value}duration_ms, CASE WHEN {value}state = 'accepted' THEN {{now}} + {delay} END"
     )
 
 
-SETTLE_ATTEMPT = settle_attempt_set(":", "{secs:delay}")
+#: Ending a lease (of a job or an outbox row). A job's ``leased_at`` stays: when it was
+#: last claimed, read only while the job is processing.
 CLEAR_LEASE = "lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = {now}"
 
 
@@ -228,14 +247,9 @@ def reserve_batch(items: Sequence[NewDelivery]) -> Tx[list[Reservation]]:
 
 # -- claim -----------------------------------------------------------------------------
 
-_CLAIM = Sql(
-    f"UPDATE jobs SET {LEASE_JOB} WHERE id IN (SELECT id FROM jobs WHERE {DUE_JOBS}"
-    f" ORDER BY next_attempt_at LIMIT :limit) RETURNING {CLAIMED_COLUMNS}"
-)
-END_ATTEMPTS_OF = Sql(
-    f"UPDATE attempts SET {END_ATTEMPT} WHERE job_id {{in:ids}} AND ended_at IS NULL"
-)
-_START_ATTEMPTS = Sql(START_ATTEMPTS_FROM + "jobs WHERE id {in:ids}")
+_DUE = Sql(f"SELECT id, state FROM jobs WHERE {DUE_JOBS} ORDER BY next_attempt_at LIMIT :limit")
+_EXPIRE_LEASES = Sql(EXPIRE_ATTEMPTS_FROM + "jobs WHERE id {in:ids}")
+_CLAIM = Sql(f"UPDATE jobs SET {LEASE_JOB} WHERE id {{in:ids}} RETURNING {CLAIMED_COLUMNS}")
 _CLAIMED = Sql(
     "SELECT j.id, j.delivery_id, j.source, j.action, j.attempts, j.max_attempts, j.trigger,"
     " d.event_id, d.event_type, p.body, p.headers"
@@ -243,18 +257,24 @@ _CLAIMED = Sql(
     " LEFT JOIN payloads p ON p.delivery_id = j.delivery_id WHERE j.id {in:ids}"
 )
 
-#: How an attempt whose lease ran out is closed when its job is claimed again.
+#: How an attempt whose lease ran out is written when its job is claimed again.
 LEASE_EXPIRED = {"outcome": AttemptOutcome.LEASE_EXPIRED, "error": JobCode.LEASE_EXPIRED}
 
 
 def claim(worker: str, limit: int, lease_seconds: float, token: str) -> Tx[list[ClaimedJob]]:
-    """Lease up to ``limit`` due jobs; each claim closes a lapsed attempt and opens one."""
-    leased = yield rows(_CLAIM, token=token, worker=worker, lease=lease_seconds, limit=limit)
-    if not leased:
+    """Lease up to ``limit`` due jobs; a lapsed lease taken over first gets its attempt
+    written, from the old lease, as lease-expired. The ids are read once: SQLite's clock
+    moves between statements, and a second ``{now}`` could find another set."""
+    due = yield rows(_DUE, limit=limit)
+    if not due:
         return []
+    lapsed = [job["id"] for job in due if job["state"] == "processing"]
+    if lapsed:
+        yield count(_EXPIRE_LEASES, ids=lapsed, **LEASE_EXPIRED)
+    leased = yield rows(
+        _CLAIM, ids=[job["id"] for job in due], token=token, worker=worker, lease=lease_seconds
+    )
     ids = [job["id"] for job in leased]
-    yield count(END_ATTEMPTS_OF, ids=ids, **LEASE_EXPIRED)
-    yield count(_START_ATTEMPTS, ids=ids, worker=worker)
     found = {job["id"]: job for job in (yield rows(_CLAIMED, ids=ids))}
     return [ClaimedJob.from_row(found[job_id], token) for job_id in ids]
 
@@ -262,9 +282,16 @@ def claim(worker: str, limit: int, lease_seconds: float, token: str) -> Tx[list[
 # -- settle: a finished attempt, or a lease that ran out -----------------------------------
 
 _FINISH = Sql(f"UPDATE jobs SET {FINISH_JOB} WHERE {LEASE_HELD}")
-END_JOB_ATTEMPT = Sql(f"UPDATE attempts SET {END_ATTEMPT} WHERE job_id = :id AND ended_at IS NULL")
-_SETTLE_JOB_ATTEMPT = Sql(
-    f"UPDATE attempts SET {SETTLE_ATTEMPT} WHERE job_id = :id AND ended_at IS NULL"
+_END_SETTLED = Sql(
+    f"INSERT INTO attempts ({SETTLED_ATTEMPT_COLUMNS})"
+    f" SELECT {lease_attempt('')}, {settled_attempt_values(':', '{secs:delay}')}"
+    f" FROM jobs WHERE {LEASE_HELD}"
+)
+#: The attempt of a job settled outside :func:`settle` (a resource route's, in its own
+#: transaction, the lease checked by its caller): before the job's lease is cleared.
+END_LEASED_ATTEMPT = Sql(
+    f"INSERT INTO attempts ({ATTEMPT_COLUMNS}) SELECT {lease_attempt('')}, :outcome, :error"
+    " FROM jobs WHERE id = :id AND state = 'processing'"
 )
 
 
@@ -280,7 +307,7 @@ _NO_DETAIL = AttemptDetail()
 
 
 def settle_params(settlement: Settlement) -> dict[str, Any]:
-    """One settlement as the parameters of :data:`_FINISH` and :data:`_SETTLE_JOB_ATTEMPT`
+    """One settlement as the parameters of :data:`_FINISH` and :data:`_END_SETTLED`
     (and of a row of PostgreSQL's batch)."""
     state, outcome, refund = _SETTLED_AS[settlement.outcome]
     detail = settlement.detail or _NO_DETAIL
@@ -301,14 +328,14 @@ def settle_params(settlement: Settlement) -> dict[str, Any]:
 
 
 def settle(batch: Sequence[Mapping[str, Any]]) -> Tx[list[bool]]:
-    """End each job's current attempt and move it on, only while its lease is ours; in
-    one transaction (one commit for the whole batch). Answers, per item, whether it was
-    ours."""
+    """Write each job's attempt, ended, and move the job on, only while its lease is ours
+    (the attempt first: it reads the lease the job's update clears); in one transaction
+    (one commit for the whole batch). Answers, per item, whether it was ours."""
     answers = []
     for params in batch:
-        ours: bool = (yield count(_FINISH, **params)) == 1
+        ours: bool = (yield count(_END_SETTLED, **params)) == 1
         if ours:
-            yield count(_SETTLE_JOB_ATTEMPT, **params)
+            yield count(_FINISH, **params)
         answers.append(ours)
     return answers
 
@@ -321,12 +348,14 @@ RENEW_LEASES = Sql(
 )
 
 
-_EXHAUSTED = Sql(f"UPDATE jobs SET {EXHAUST_JOB} WHERE {LEASE_EXHAUSTED} RETURNING id")
+_EXPIRE_EXHAUSTED = Sql(EXPIRE_ATTEMPTS_FROM + f"jobs WHERE {LEASE_EXHAUSTED} RETURNING job_id")
+_EXHAUSTED = Sql(f"UPDATE jobs SET {EXHAUST_JOB} WHERE id {{in:ids}}")
 
 
 def fail_exhausted() -> Tx[int]:
-    """Dead-letter the jobs whose lease ran out on their last attempt."""
-    dead = yield rows(_EXHAUSTED, **LEASE_EXPIRED)
+    """Dead-letter the jobs whose lease ran out on their last attempt, that attempt written
+    from the lease first (one ``{now}``: the same jobs both times)."""
+    dead = yield rows(_EXPIRE_EXHAUSTED, **LEASE_EXPIRED)
     if dead:
-        yield count(END_ATTEMPTS_OF, ids=[job["id"] for job in dead], **LEASE_EXPIRED)
+        yield count(_EXHAUSTED, ids=[job["job_id"] for job in dead], **LEASE_EXPIRED)
     return len(dead)

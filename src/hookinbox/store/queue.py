@@ -77,10 +77,19 @@ _DEAD_LETTERS = {
     for order, (after, by) in _ORDERS.items()
 }
 _COUNT_DEAD = Sql("SELECT count(*) FROM jobs j" + _DEAD_FILTER)
-_ATTEMPTS = Sql(
-    "SELECT number, trigger, worker, started_at, ended_at, outcome, error_code, target,"
+_ATTEMPT_VIEW = (
+    "number, trigger, worker, started_at, ended_at, outcome, error_code, target,"
     " http_status, response_snippet, duration_ms, next_attempt_at"
-    " FROM attempts WHERE job_id = :id ORDER BY id"
+)
+#: The ended attempts, oldest first, then the running one: an attempt row is written only
+#: when it ends (:mod:`hookinbox.store.hot_path`), so a leased job's attempt under way
+#: (or whose lease ran out, not yet taken over) is read from the job's lease.
+_ATTEMPTS = Sql(
+    f"SELECT {_ATTEMPT_VIEW} FROM ("
+    f" SELECT 0 AS running, id AS seq, {_ATTEMPT_VIEW} FROM attempts WHERE job_id = :id"
+    " UNION ALL SELECT 1, 0, attempts, trigger, leased_by, leased_at, NULL, NULL, NULL, NULL,"
+    " NULL, NULL, NULL, NULL FROM jobs WHERE id = :id AND state = 'processing'"
+    ") AS history ORDER BY running, seq"
 )
 #: Waits a target asked for (429/503 with Retry-After) that gave their attempt back.
 _TARGET_DEFERRALS = Sql(

@@ -23,7 +23,7 @@ from hookinbox.store.decisions import (
     outbox_row,
     park_due,
 )
-from hookinbox.store.hot_path import CLEAR_LEASE, END_JOB_ATTEMPT, MARK_ENDED
+from hookinbox.store.hot_path import CLEAR_LEASE, END_LEASED_ATTEMPT, MARK_ENDED
 from hookinbox.store.resource_records import ParkPolicy, ResourceEvent, ResourceOutcome
 from hookinbox.store.sql import DecodeTime, Sql, Tx, count, row
 
@@ -156,6 +156,9 @@ def settle(
     state, error, attempt = job_settlement(outcome.outcome)
     if state != "accepted":
         yield count(_UNPARK, job_id=job_id)
+    if leased:
+        # Written from the lease, so before the job's update clears it.
+        yield count(END_LEASED_ATTEMPT, id=job_id, outcome=attempt, error=error)
     yield count(
         _SETTLE,
         id=job_id,
@@ -165,9 +168,7 @@ def settle(
         due=due,
         extra=1 if leased and state == "accepted" else 0,
     )
-    if leased:
-        yield count(END_JOB_ATTEMPT, id=job_id, outcome=attempt, error=error)
-    elif state != "accepted":
+    if not leased and state != "accepted":
         # Applied inside the receiver's commit: the attempt is the receiver's own.
         yield count(_FIRST_ATTEMPT, id=job_id)
         yield count(

@@ -10,16 +10,17 @@ statement wakes the workers at its commit. Claims take ``FOR UPDATE SKIP LOCKED`
 from __future__ import annotations
 
 from hookinbox.store.hot_path import (
+    ATTEMPT_COLUMNS,
     CLAIMED_COLUMNS,
     DUE_ACCEPTED,
-    END_ATTEMPT,
     EXHAUST_JOB,
     LEASE_EXHAUSTED,
     LEASE_JOB,
     LEASE_LAPSED,
-    START_ATTEMPTS_FROM,
+    SETTLED_ATTEMPT_COLUMNS,
     finish_job_set,
-    settle_attempt_set,
+    lease_attempt,
+    settled_attempt_values,
 )
 from hookinbox.store.sql import Sql
 
@@ -83,7 +84,8 @@ SELECT 'notify', NULL, NULL, NULL, false FROM notify
 
 # Due jobs come from two index scans, each locking with SKIP LOCKED (another worker's
 # claim passes over rows this one holds); only a re-claimed lapsed lease has an attempt
-# to close, so fresh jobs never touch the attempts of the past. Rows are found by key
+# to write (lease-expired, from the old lease as the lock read it), and a fresh claim
+# writes no attempt at all: the settle writes it, once. Rows are found by key
 # (``= ANY(ARRAY(...))``, LATERAL): a join the planner may hash would scan whole tables
 # for a few dozen rows.
 CLAIM = Sql(
@@ -93,22 +95,25 @@ WITH waiting AS (
     ORDER BY next_attempt_at LIMIT :limit FOR UPDATE SKIP LOCKED
 ),
 lapsed AS (
-    SELECT id, lease_expires_at AS due_at, true AS lapsed FROM jobs WHERE {LEASE_LAPSED}
+    SELECT id, lease_expires_at AS due_at, true AS lapsed,
+           attempts, trigger, leased_by, leased_at
+    FROM jobs WHERE {LEASE_LAPSED}
     ORDER BY lease_expires_at LIMIT :limit FOR UPDATE SKIP LOCKED
 ),
 picked AS (
-    SELECT id, lapsed FROM (SELECT * FROM waiting UNION ALL SELECT * FROM lapsed) AS due
-    ORDER BY due_at LIMIT :limit
+    SELECT id, lapsed FROM (
+        SELECT id, due_at, lapsed FROM waiting UNION ALL SELECT id, due_at, lapsed FROM lapsed
+    ) AS due ORDER BY due_at LIMIT :limit
 ),
 claimed AS (
     UPDATE jobs j SET {LEASE_JOB} WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING {", ".join("j." + c for c in CLAIMED_COLUMNS.split(", "))}
 ),
 expired AS (
-    UPDATE attempts a SET {END_ATTEMPT}
-    WHERE a.job_id = ANY(ARRAY(SELECT id FROM picked WHERE lapsed)) AND a.ended_at IS NULL
-),
-started AS ({START_ATTEMPTS_FROM}claimed)
+    INSERT INTO attempts ({ATTEMPT_COLUMNS})
+    SELECT {lease_attempt("l.")}, :outcome, :error FROM lapsed l
+    WHERE l.id = ANY(ARRAY(SELECT id FROM picked WHERE lapsed))
+)
 SELECT c.*, d.event_id, d.event_type, p.body, p.headers
 FROM claimed c
 CROSS JOIN LATERAL (
@@ -120,27 +125,14 @@ LEFT JOIN LATERAL (
 """
 )
 
-
-def _closing_attempts(update_jobs: str) -> Sql:
-    """``update_jobs`` (an UPDATE of jobs) with the end of the attempts of the jobs it
-    changed, in one statement; answers how many jobs it changed."""
-    return Sql(
-        f"""
-WITH done AS ({update_jobs} RETURNING id),
-ended AS (
-    UPDATE attempts a SET {END_ATTEMPT}
-    FROM done WHERE a.job_id = done.id AND a.ended_at IS NULL
-)
-SELECT count(*) FROM done
-"""
-    )
-
-
 #: Many settlements in one statement: one JSON parameter (encoded by orjson, cheaper for
 #: the client than an array per column) unpacked by ``jsonb_to_recordset``; each row
 #: applies only while its lease token still holds the job's lease. The jobs and their
 #: attempts are written with the fragments of one settle (``s_`` columns for the
-#: parameters), so a batch keeps exactly what one settle keeps.
+#: parameters), so a batch keeps exactly what one settle keeps. Each attempt row is
+#: inserted once, complete, from the lease as the claim left it (``held``: this
+#: statement's snapshot, before ``done`` clears the lease); a job whose lease check
+#: fails is not in ``done`` and gets no row.
 SETTLE = Sql(
     f"""
 WITH settle AS (
@@ -149,6 +141,10 @@ WITH settle AS (
         s_business_id text, s_delay float8, s_refund int, s_target text,
         s_http_status int, s_snippet text, s_duration_ms int)
 ),
+held AS (
+    SELECT id, attempts, trigger, leased_by, leased_at FROM jobs
+    WHERE id = ANY(ARRAY(SELECT s_id FROM settle))
+),
 done AS (
     UPDATE jobs j SET {finish_job_set("s_", "make_interval(secs => s_delay)")}
     FROM settle WHERE j.id = ANY(ARRAY(SELECT s_id FROM settle))
@@ -156,12 +152,32 @@ done AS (
     RETURNING j.id, settle.*
 ),
 ended AS (
-    UPDATE attempts a
-    SET {settle_attempt_set("done.s_", "make_interval(secs => done.s_delay)")}
-    FROM done WHERE a.job_id = ANY(ARRAY(SELECT id FROM done))
-      AND a.job_id = done.id AND a.ended_at IS NULL
+    INSERT INTO attempts ({SETTLED_ATTEMPT_COLUMNS})
+    SELECT {lease_attempt("h.")},
+           {settled_attempt_values("done.s_", "make_interval(secs => done.s_delay)")}
+    FROM done JOIN held h ON h.id = done.id
 )
 SELECT id FROM done
 """
 )
-FAIL_EXHAUSTED = _closing_attempts(f"UPDATE jobs SET {EXHAUST_JOB} WHERE {LEASE_EXHAUSTED}")
+
+#: Dead-letter the jobs whose lease ran out on their last attempt, and write that attempt
+#: from the lease. ``FOR UPDATE`` (waiting, as the bare UPDATE did): a settle that got
+#: there first takes the job out of the set, and two sweeps never write one attempt twice.
+FAIL_EXHAUSTED = Sql(
+    f"""
+WITH dead AS (
+    SELECT id, attempts, trigger, leased_by, leased_at FROM jobs WHERE {LEASE_EXHAUSTED}
+    FOR UPDATE
+),
+done AS (
+    UPDATE jobs SET {EXHAUST_JOB} WHERE id = ANY(ARRAY(SELECT id FROM dead)) RETURNING id
+),
+ended AS (
+    INSERT INTO attempts ({ATTEMPT_COLUMNS})
+    SELECT {lease_attempt("d.")}, :outcome, :error FROM dead d
+    WHERE d.id = ANY(ARRAY(SELECT id FROM done))
+)
+SELECT count(*) FROM done
+"""
+)
