@@ -139,13 +139,9 @@ async def _purge_rejected(
     total = await store.rejected.count_purgeable_rejected(age)
     if dry_run or not total:
         return PurgeStep("rejected", age, total, 0, 0)
-    deleted = batches = 0
-    while batches < total // size + 2:
-        count = await pacer.run(store.rejected.purge_rejected(age, size))
-        if not count:
-            break
-        deleted += count
-        batches += 1
+    deleted, batches = await _in_batches(
+        "rejected", lambda: store.rejected.purge_rejected(age, size), total, size, None, pacer
+    )
     return PurgeStep("rejected", age, total, deleted, batches)
 
 
@@ -160,18 +156,9 @@ async def _purge_payloads(
     total = await store.retention.count_purgeable_payloads(age)
     if dry_run or not total:
         return PurgeStep("payloads", age, total, 0, 0)
-    deleted = batches = 0
-    if progress:
-        progress("payloads", 0, total)
-    # Bounded: never more batches than the count asked for, plus slack for new arrivals.
-    while batches < total // size + 2:
-        count = await pacer.run(store.retention.purge_payloads(age, size))
-        if not count:
-            break
-        deleted += count
-        batches += 1
-        if progress:
-            progress("payloads", deleted, max(total, deleted))
+    deleted, batches = await _in_batches(
+        "payloads", lambda: store.retention.purge_payloads(age, size), total, size, progress, pacer
+    )
     return PurgeStep("payloads", age, total, deleted, batches)
 
 
@@ -186,18 +173,39 @@ async def _purge_deliveries(
     total, held = await store.retention.count_purgeable_deliveries(age)
     if dry_run or not total:
         return PurgeStep("deliveries", age, total, 0, 0, held)
+    deleted, batches = await _in_batches(
+        "deliveries",
+        lambda: store.retention.purge_deliveries(age, size),
+        total,
+        size,
+        progress,
+        pacer,
+    )
+    return PurgeStep("deliveries", age, total, deleted, batches, held)
+
+
+async def _in_batches(
+    kind: PurgeKind,
+    batch: Callable[[], Awaitable[int]],
+    total: int,
+    size: int,
+    progress: Progress | None,
+    pacer: BatchPacer,
+) -> tuple[int, int]:
+    """``batch`` until it deletes nothing; the rows deleted and the batches run."""
     deleted = batches = 0
     if progress:
-        progress("deliveries", 0, total)
+        progress(kind, 0, total)
+    # Bounded: never more batches than the count asked for, plus slack for new arrivals.
     while batches < total // size + 2:
-        count = await pacer.run(store.retention.purge_deliveries(age, size))
+        count = await pacer.run(batch())
         if not count:
             break
         deleted += count
         batches += 1
         if progress:
-            progress("deliveries", deleted, max(total, deleted))
-    return PurgeStep("deliveries", age, total, deleted, batches, held)
+            progress(kind, deleted, max(total, deleted))
+    return deleted, batches
 
 
 async def run_purge_loop(store: Store, config: Config, stop: asyncio.Event) -> None:

@@ -179,7 +179,9 @@ def _duplicate(item: NewDelivery, first: Row) -> Reservation:
     )
 
 
-def _jobs_params(items: Sequence[NewDelivery]) -> list[dict[str, Any]]:
+def jobs_params(items: Sequence[NewDelivery]) -> list[dict[str, Any]]:
+    """The job rows of ``items`` (each job's own attempts, else its delivery's), as both
+    stores' reservations write them."""
     return [
         {
             "id": job.id,
@@ -201,7 +203,7 @@ def reserve_one(item: NewDelivery) -> Tx[Reservation]:
         return _duplicate(item, (yield Step(_SEEN_AGAIN, params, "row")))
     yield count(_INSERT_PAYLOAD, id=item.id, body=item.body, headers=headers_text(item.headers))
     if item.jobs:
-        yield many(_INSERT_JOB, _jobs_params([item]))
+        yield many(_INSERT_JOB, jobs_params([item]))
     return Reservation("accepted", item.id)
 
 
@@ -238,7 +240,7 @@ def reserve_batch(items: Sequence[NewDelivery]) -> Tx[list[Reservation]]:
                 for item in accepted
             ],
         )
-        jobs = _jobs_params(accepted)
+        jobs = jobs_params(accepted)
         if jobs:
             yield many(_INSERT_JOB, jobs)
         yield WAKE

@@ -22,7 +22,7 @@ import orjson
 from hookinbox.errors import StoreError, StoreNotFound, StoreUnavailable
 from hookinbox.store.dialect import POSTGRES
 from hookinbox.store.driver import Driver, new_lease_token
-from hookinbox.store.hot_path import LEASE_EXPIRED
+from hookinbox.store.hot_path import LEASE_EXPIRED, jobs_params
 from hookinbox.store.migrations import load_migrations
 from hookinbox.store.postgres import statements
 from hookinbox.store.records import ClaimedJob, NewDelivery, Reservation
@@ -244,17 +244,7 @@ class PostgresDriver(Driver):
             }
             for i in items
         ]
-        jobs = [
-            {
-                "id": job.id,
-                "delivery_id": i.id,
-                "source": i.source,
-                "action": job.action,
-                "max_attempts": job.max_attempts or i.max_attempts,
-            }
-            for i in items
-            for job in i.jobs
-        ]
+        jobs = jobs_params(items)
         try:
             params = {"items": orjson.dumps(rows).decode(), "jobs": orjson.dumps(jobs).decode()}
         except orjson.JSONEncodeError as exc:
