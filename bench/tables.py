@@ -118,6 +118,9 @@ class Probe:
         if self._pg is None or await self._pg.fetchval("SHOW autovacuum") == "on":
             return False
         await self._pg.execute("VACUUM")
+        # Its dirty pages written now, not by the checkpointer in the middle of the run
+        # (autovacuum spreads its writes; one VACUUM of the whole store does not).
+        await self._pg.execute("CHECKPOINT")
         return True
 
     async def close(self) -> None:
