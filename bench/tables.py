@@ -109,13 +109,17 @@ class Probe:
         rows = await self.rows(sql, *args)
         return rows[0][0] if rows else None
 
+    async def runs_no_autovacuum(self) -> bool:
+        """A PostgreSQL store whose server has autovacuum off."""
+        return self._pg is not None and await self._pg.fetchval("SHOW autovacuum") != "on"
+
     async def stand_in_for_autovacuum(self) -> bool:
         """``VACUUM`` the store when the server runs no autovacuum (this machine's has it
         off; every deployment has it on, and migration 011 makes it vacuum the queue after
         a few thousand dead rows). Without it, each run on a store works on the dead rows
         of every run before it: one worker fell from 1,732 to 674 jobs/s over four fills.
         True when it vacuumed."""
-        if self._pg is None or await self._pg.fetchval("SHOW autovacuum") == "on":
+        if not await self.runs_no_autovacuum():
             return False
         await self._pg.execute("VACUUM")
         # Its dirty pages written now, not by the checkpointer in the middle of the run

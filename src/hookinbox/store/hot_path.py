@@ -61,11 +61,14 @@ def lease_attempt(job: str) -> str:
     return f"{job}id, {job}attempts, {job}trigger, {job}leased_by, {job}leased_at, {{now}}"
 
 
-#: The lease-expired attempt of each job in a set (a FROM clause follows); ``:outcome``
-#: and ``:error`` as in :data:`LEASE_EXPIRED`.
-EXPIRE_ATTEMPTS_FROM = (
-    f"INSERT INTO attempts ({ATTEMPT_COLUMNS}) SELECT {lease_attempt('')}, :outcome, :error FROM "
-)
+def end_attempts_from(job: str = "") -> str:
+    """Writing the attempt each leased job of a set holds, ended now with ``:outcome`` and
+    ``:error`` (a lease that ran out: :data:`LEASE_EXPIRED`; a resource route's settle):
+    the FROM clause and its rows follow; ``job`` as in :func:`lease_attempt`."""
+    return (
+        f"INSERT INTO attempts ({ATTEMPT_COLUMNS})"
+        f" SELECT {lease_attempt(job)}, :outcome, :error FROM "
+    )
 
 
 def settled_attempt_values(value: str, delay: str) -> str:
@@ -250,7 +253,7 @@ def reserve_batch(items: Sequence[NewDelivery]) -> Tx[list[Reservation]]:
 # -- claim -----------------------------------------------------------------------------
 
 _DUE = Sql(f"SELECT id, state FROM jobs WHERE {DUE_JOBS} ORDER BY next_attempt_at LIMIT :limit")
-_EXPIRE_LEASES = Sql(EXPIRE_ATTEMPTS_FROM + "jobs WHERE id {in:ids}")
+_EXPIRE_LEASES = Sql(end_attempts_from() + "jobs WHERE id {in:ids}")
 _CLAIM = Sql(f"UPDATE jobs SET {LEASE_JOB} WHERE id {{in:ids}} RETURNING {CLAIMED_COLUMNS}")
 _CLAIMED = Sql(
     "SELECT j.id, j.delivery_id, j.source, j.action, j.attempts, j.max_attempts, j.trigger,"
@@ -291,10 +294,7 @@ _END_SETTLED = Sql(
 )
 #: The attempt of a job settled outside :func:`settle` (a resource route's, in its own
 #: transaction, the lease checked by its caller): before the job's lease is cleared.
-END_LEASED_ATTEMPT = Sql(
-    f"INSERT INTO attempts ({ATTEMPT_COLUMNS}) SELECT {lease_attempt('')}, :outcome, :error"
-    " FROM jobs WHERE id = :id AND state = 'processing'"
-)
+END_LEASED_ATTEMPT = Sql(end_attempts_from() + "jobs WHERE id = :id AND state = 'processing'")
 
 
 #: What each settle outcome writes: the job's next state, the attempt's outcome, and
@@ -350,7 +350,7 @@ RENEW_LEASES = Sql(
 )
 
 
-_EXPIRE_EXHAUSTED = Sql(EXPIRE_ATTEMPTS_FROM + f"jobs WHERE {LEASE_EXHAUSTED} RETURNING job_id")
+_EXPIRE_EXHAUSTED = Sql(end_attempts_from() + f"jobs WHERE {LEASE_EXHAUSTED} RETURNING job_id")
 _EXHAUSTED = Sql(f"UPDATE jobs SET {EXHAUST_JOB} WHERE id {{in:ids}}")
 
 

@@ -10,7 +10,6 @@ statement wakes the workers at its commit. Claims take ``FOR UPDATE SKIP LOCKED`
 from __future__ import annotations
 
 from hookinbox.store.hot_path import (
-    ATTEMPT_COLUMNS,
     CLAIMED_COLUMNS,
     DUE_ACCEPTED,
     EXHAUST_JOB,
@@ -18,6 +17,7 @@ from hookinbox.store.hot_path import (
     LEASE_JOB,
     LEASE_LAPSED,
     SETTLED_ATTEMPT_COLUMNS,
+    end_attempts_from,
     finish_job_set,
     lease_attempt,
     settled_attempt_values,
@@ -110,8 +110,7 @@ claimed AS (
     RETURNING {", ".join("j." + c for c in CLAIMED_COLUMNS.split(", "))}
 ),
 expired AS (
-    INSERT INTO attempts ({ATTEMPT_COLUMNS})
-    SELECT {lease_attempt("l.")}, :outcome, :error FROM lapsed l
+    {end_attempts_from("l.")}lapsed l
     WHERE l.id = ANY(ARRAY(SELECT id FROM picked WHERE lapsed))
 )
 SELECT c.*, d.event_id, d.event_type, p.body, p.headers
@@ -174,8 +173,7 @@ done AS (
     UPDATE jobs SET {EXHAUST_JOB} WHERE id = ANY(ARRAY(SELECT id FROM dead)) RETURNING id
 ),
 ended AS (
-    INSERT INTO attempts ({ATTEMPT_COLUMNS})
-    SELECT {lease_attempt("d.")}, :outcome, :error FROM dead d
+    {end_attempts_from("d.")}dead d
     WHERE d.id = ANY(ARRAY(SELECT id FROM done))
 )
 SELECT count(*) FROM done
