@@ -103,5 +103,7 @@ def log_events(path: Path) -> tuple[Counter[str], Counter[str]]:
         level = str(entry.get("level", ""))
         if level in ("warning", "error", "critical"):
             code = entry.get("code") or entry.get("error") or entry.get("error_code") or ""
+            if entry.get("event") == "library_log":  # a library's record: which, and what
+                code = f"{entry.get('logger')}: {entry.get('message')} {code}".strip()
             events[f"{level} {entry.get('event', '?')} {code}".strip()] += 1
     return events, others

@@ -176,6 +176,7 @@ def app_from_environment() -> Any:
     configure_logging(
         os.environ.get("HOOKINBOX_LOG_FORMAT", "json"),  # type: ignore[arg-type]
         os.environ.get("HOOKINBOX_LOG_LEVEL", "info"),
+        capture_libraries=True,
     )
     config = load_config(os.environ.get("HOOKINBOX_CONFIG"))
     return Inbox(config, run_workers=os.environ.get("HOOKINBOX_NO_WORKERS") != "1").app

@@ -13,6 +13,7 @@ import logging
 import sys
 import threading
 import time
+from pathlib import PurePath
 from typing import Any, Literal, TextIO
 
 import orjson
@@ -21,7 +22,13 @@ import structlog
 LogFormat = Literal["json", "console"]
 
 
-def configure_logging(fmt: LogFormat = "json", level: str = "info") -> None:
+def configure_logging(
+    fmt: LogFormat = "json", level: str = "info", *, capture_libraries: bool = False
+) -> None:
+    """hookinbox's lines at ``level`` and up. ``capture_libraries`` (hookinbox's own
+    processes, never an application that mounts the inbox: its logging is its own) also
+    turns the standard-library records of the libraries underneath (asyncpg's pool,
+    uvicorn, asyncio) into such lines, so stderr holds nothing but them."""
     processors: list[Any] = [structlog.contextvars.merge_contextvars, _level_and_time]
     renderer: Any = (
         _render_json if fmt == "json" else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
@@ -34,6 +41,8 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info") -> None:
         logger_factory=lambda *args: _writer,
         cache_logger_on_first_use=True,
     )
+    if capture_libraries:
+        _capture_library_logs(level)
 
 
 def _level_and_time(logger: Any, method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
@@ -117,3 +126,57 @@ atexit.register(_writer.flush)
 
 def get_logger(name: str) -> Any:
     return structlog.get_logger(component=name.removeprefix("hookinbox."))
+
+
+def exception_fields(exc: BaseException) -> dict[str, str]:
+    """What a log line may say about an exception nobody expected: its class and the file
+    and line that raised it. Never its message nor a traceback: a message may quote the
+    payload, and a traceback's frames hold the body and the headers."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = f"{PurePath(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb else ""
+    return {"exception": type(exc).__name__, "at": where}
+
+
+#: How long a library's message may be in a line (its first line only).
+_LIBRARY_MESSAGE_CHARS = 200
+
+
+class _LibraryRecords(logging.Handler):
+    """A library's log record as one hookinbox line (event ``library_log``): its logger,
+    level and message TEMPLATE (``record.msg``, never formatted with its arguments), and
+    for an exception its class and where it was raised. Not the arguments, the exception's
+    text or a traceback: any of them can quote a payload, a header or a connection string.
+    asyncpg, for one, logs a traceback each time its pool fails to reconnect while the
+    database is down; without this, that is what an operator's log pipeline would get."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            template = record.msg if isinstance(record.msg, str) else type(record.msg).__name__
+            fields: dict[str, Any] = {
+                "logger": record.name,
+                "message": template.strip().split("\n", 1)[0][:_LIBRARY_MESSAGE_CHARS],
+            }
+            if record.exc_info is not None and record.exc_info[1] is not None:
+                fields.update(exception_fields(record.exc_info[1]))
+            line = _library_log.error if record.levelno >= logging.ERROR else _library_log.warning
+            line("library_log", **fields)
+        except Exception:  # a log line must never raise into the library that logged
+            pass
+
+
+_library_log = structlog.get_logger(component="library")
+
+
+def _capture_library_logs(level: str) -> None:
+    """Route the standard-library records of warning and up to :class:`_LibraryRecords`
+    (once: configuring again only moves the level). Never below warning, whatever
+    hookinbox's own level: a library's debug lines (httpcore's trace of each exchange)
+    carry values, not templates, and are for its own authors."""
+    root = logging.getLogger()
+    root.setLevel(max(logging.WARNING, logging.getLevelNamesMapping()[level.upper()]))
+    if not any(isinstance(handler, _LibraryRecords) for handler in root.handlers):
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        root.addHandler(_LibraryRecords())

@@ -392,7 +392,8 @@ def uvicorn_config(
     app: Any, limits: ConnectionLimits, *, host: str, port: int, **kwargs: Any
 ) -> BoundedConfig:
     """The uvicorn config of hookinbox's server: uvloop, the bounded httptools protocol,
-    no websockets, no access log (the app logs each delivery), no server header."""
+    no websockets, no access log (the app logs each delivery), no server header, and no
+    logging set-up of its own."""
     return BoundedConfig(
         app,
         connection_limits=limits,
@@ -403,6 +404,9 @@ def uvicorn_config(
         ws="none",
         lifespan="on",
         log_level="warning",
+        # uvicorn's own loggers propagate to the root, where hookinbox's processes turn
+        # them into JSON lines like every other (logs.configure_logging).
+        log_config=None,
         access_log=False,
         server_header=False,
         **kwargs,

@@ -51,7 +51,7 @@ def serve(
 
     config = load_config(config_path)
     config.require_secrets()
-    configure_logging(log_format, log_level)  # type: ignore[arg-type]
+    configure_logging(log_format, log_level, capture_libraries=True)  # type: ignore[arg-type]
     inbox = Inbox(config, run_workers=not no_workers)
     run(_preflight(config))
     limits = ConnectionLimits.from_config(config.server)
@@ -100,7 +100,7 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
     from hookinbox.work.worker import WorkerPool
 
     config = load_config(config_path)
-    configure_logging(log_format, log_level)  # type: ignore[arg-type]
+    configure_logging(log_format, log_level, capture_libraries=True)  # type: ignore[arg-type]
 
     async def work() -> None:
         stop = asyncio.Event()

@@ -1,0 +1,90 @@
+"""What the libraries under hookinbox log (uvicorn, asyncpg's pool, asyncio) reaches an
+operator as hookinbox's own JSON lines: the logger and the message template, the
+exception's class and where it was raised, never the record's arguments, the exception's
+text or a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.server.support import answer_to, status_of
+from tests.server.test_serve_limits import write_config
+from tests.support.processes import REPO, HookinboxProcess, free_port, hookinbox_env
+from tests.support.signing import SECRET, SECRET_ENV
+
+#: A record as asyncpg's pool logs one while the database is down, with a canary in the
+#: arguments and in the exception's text.
+POOL_RECORD = """\
+import logging
+from hookinbox.logs import configure_logging
+
+configure_logging("json", "{level}", capture_libraries=True)
+try:
+    raise ConnectionRefusedError("connect to CANARY-dsn failed")
+except ConnectionRefusedError:
+    logging.getLogger("asyncpg.pool").warning(
+        "Failed to restore the pool connection floor; retrying %s", "CANARY-arg", exc_info=True
+    )
+logging.getLogger("httpcore.http11").debug("receive_response_headers CANARY-debug")
+logging.getLogger("asyncio").error("Task exception was never retrieved\\nCANARY-second-line")
+"""
+
+
+def json_lines(output: str) -> list[dict[str, object]]:
+    """Every line of ``output`` as JSON (a line that is not JSON fails the test)."""
+    return [json.loads(line) for line in output.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("level", ["debug", "info", "warning"])
+def test_a_library_record_with_a_traceback_is_one_json_line_without_it(level: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", POOL_RECORD.format(level=level)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=True,
+    )
+    assert "CANARY" not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr
+    pool, task = json_lines(done.stderr)  # the debug record is below what is captured
+    assert pool == {
+        "component": "library",
+        "logger": "asyncpg.pool",
+        "message": "Failed to restore the pool connection floor; retrying %s",
+        "exception": "ConnectionRefusedError",
+        "at": "<string>:6",
+        "event": "library_log",
+        "level": "warning",
+        "timestamp": pool["timestamp"],
+    }
+    assert (task["logger"], task["level"]) == ("asyncio", "error")
+    assert task["message"] == "Task exception was never retrieved"
+
+
+@pytest.mark.slow
+async def test_serve_logs_a_malformed_request_as_a_json_line(tmp_path: Path) -> None:
+    port = free_port()
+    config = write_config(tmp_path / "c.toml", f"sqlite:///{tmp_path}/h.db", port)
+    server = HookinboxProcess(
+        ["serve", "--config", str(config), "--no-workers"],
+        hookinbox_env({SECRET_ENV: SECRET}),
+        tmp_path / "serve.log",
+    ).start()
+    try:
+        server.wait_healthy(f"http://127.0.0.1:{port}", timeout=30)
+        answer = await answer_to(port, b"CANARY \x00\x01 not http\r\n\r\n")
+    finally:
+        server.stop()
+    assert status_of(answer) == 400
+    output = server.output()
+    assert "CANARY" not in output
+    refused = [line for line in json_lines(output) if line["event"] == "library_log"]
+    assert [(line["logger"], line["message"]) for line in refused] == [
+        ("uvicorn.error", "Invalid HTTP request received.")
+    ]
