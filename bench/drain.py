@@ -10,7 +10,11 @@ pgqueuer's ``QueueManager``) and the bench polls the target's unfinished-job cou
 - **jobs/s** = the jobs left at the first poll that saw progress, divided by the time from
   that poll to the poll that saw 0 (the worker's start-up is not in it; it is shown apart);
 - **cpu** = the worker process's CPU seconds (user + system, /proc) over that same span,
-  and per job. PostgreSQL's own CPU is not in it.
+  and per job;
+- **db us/job** = what the PostgreSQL server's processes spent over that span, per job
+  (every ``postgres`` process on the machine: on a quiet machine, this drain's backends,
+  the checkpointer and the WAL writer). Both sides share the machine's cores, so the two
+  per-job figures together bound the rate.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from harness import (
     hookinbox_serve_cmd,
     hookinbox_worker_cmd,
     log,
+    postgres_cpu_seconds,
     signed_requests,
     unique_ids,
 )
@@ -63,6 +68,8 @@ class DrainRun:
     failed: int | None
     #: Jobs the target records as done successfully after the worker stopped.
     done: int = 0
+    #: The PostgreSQL server's CPU seconds over the same span (None: a SQLite target).
+    db_cpu_s: float | None = None
 
     @property
     def jobs_per_s(self) -> float:
@@ -71,6 +78,12 @@ class DrainRun:
     @property
     def cpu_us_per_job(self) -> float | None:
         return self.cpu_s / self.jobs * 1e6 if self.cpu_s is not None and self.jobs else None
+
+    @property
+    def db_cpu_us_per_job(self) -> float | None:
+        if self.db_cpu_s is None or not self.jobs:
+            return None
+        return self.db_cpu_s / self.jobs * 1e6
 
 
 @dataclass
@@ -147,11 +160,11 @@ async def _fill(setup: _Setup, bench: Bench, jobs: int) -> float:
     return r.sent / r.elapsed_s
 
 
-async def _drain(setup: _Setup, queued: int, max_s: float) -> DrainRun:
+async def _drain(setup: _Setup, queued: int, max_s: float, on_pg: bool) -> DrainRun:
     worker, probe, sql = setup.worker, setup.probe, setup.sql
-    spawned = time.monotonic()
+    spawned, db_spawned = time.monotonic(), postgres_cpu_seconds()
     worker.spawn()
-    first: tuple[float, int, float | None] | None = None
+    first: tuple[float, int, float | None, float] | None = None
     left = queued
     last_change = spawned
     try:
@@ -162,24 +175,24 @@ async def _drain(setup: _Setup, queued: int, max_s: float) -> DrainRun:
             if now_left != left:
                 left, last_change = now_left, now
             if first is None and left < queued:
-                first = (now, left, worker.cpu_seconds())
+                first = (now, left, worker.cpu_seconds(), postgres_cpu_seconds())
             if left == 0:
                 break
             if not worker.alive():
                 raise RuntimeError(f"worker exited early\n{worker.log_tail()}")
             if now - last_change > STALL_S or now - spawned > max_s:
                 break
-        end, cpu_end = time.monotonic(), worker.cpu_seconds()
+        end, cpu_end, db_end = time.monotonic(), worker.cpu_seconds(), postgres_cpu_seconds()
     finally:
         worker.stop()
     failed = int(await probe.scalar(sql.failed)) if sql.failed else None
     done = int(await probe.scalar(sql.done))
     if first is None:  # no progress at all
         return DrainRun(0, end - spawned, end - spawned, None, 0.0, left, failed, done)
-    t_first, left_first, cpu_first = first
+    t_first, left_first, cpu_first, db_first = first
     if left_first == 0:
         # Everything went within one poll of the first progress: count from the spawn.
-        t_first, left_first, cpu_first = spawned, queued, 0.0
+        t_first, left_first, cpu_first, db_first = spawned, queued, 0.0, db_spawned
     cpu = cpu_end - cpu_first if cpu_end is not None and cpu_first is not None else None
     return DrainRun(
         jobs=left_first - left,
@@ -190,6 +203,7 @@ async def _drain(setup: _Setup, queued: int, max_s: float) -> DrainRun:
         left=left,
         failed=failed,
         done=done,
+        db_cpu_s=db_end - db_first if on_pg else None,
     )
 
 
@@ -214,7 +228,9 @@ async def bench_drain(target: str, bench: Bench) -> DrainResult:
             queued = int(await setup.probe.scalar(setup.sql.unfinished))
             if queued != jobs:
                 result.notes.append(f"run {i + 1}: {queued:,} jobs queued for {jobs:,} accepted")
-            run = await _drain(setup, queued, max_s=max(120.0, jobs / 20))
+            run = await _drain(
+                setup, queued, max_s=max(120.0, jobs / 20), on_pg=target != "hookinbox-sqlite"
+            )
             run.fill_per_s = fill_rate
             result.runs.append(run)
             cpu = f"{run.cpu_s:.2f} s" if run.cpu_s is not None else "n/a"
@@ -245,12 +261,14 @@ async def bench_drain(target: str, bench: Bench) -> DrainResult:
 
 def report(results: dict[str, DrainResult]) -> None:
     print("== drain: N queued no-op jobs, ONE worker process, jobs/s until the queue is empty")
-    print("   cpu = the worker process's CPU over the drain (not PostgreSQL's), and per job;")
+    print("   cpu = the worker process's CPU over the drain, and per job; db = the PostgreSQL")
+    print("   server's CPU over the same span, per job (every postgres process: a quiet machine)")
+    print("   -- the two share the cores, so together they bound jobs/s;")
     print("   start-up = worker spawn to the first job seen done (not in jobs/s)")
     print()
     hdr = (
         f"{'target':<17} {'jobs':>6} {'jobs/s':>8} {'cpu s':>6} {'cpu us/job':>10} "
-        f"{'start-up s':>10}  runs (jobs/s)"
+        f"{'db us/job':>9} {'start-up s':>10}  runs (jobs/s)"
     )
     print(hdr)
     print("-" * len(hdr))
@@ -263,9 +281,11 @@ def report(results: dict[str, DrainResult]) -> None:
             per_job = [r.cpu_us_per_job for r in dr.runs if r.cpu_us_per_job is not None]
             cpu = f"{statistics.median(cpus):6.2f}" if cpus else f"{'n/a':>6}"
             pj = f"{statistics.median(per_job):10.0f}" if per_job else f"{'n/a':>10}"
+            db_per_job = [r.db_cpu_us_per_job for r in dr.runs if r.db_cpu_us_per_job is not None]
+            db = f"{statistics.median(db_per_job):9.0f}" if db_per_job else f"{'-':>9}"
             each = " ".join(f"{r.jobs_per_s:,.0f}" for r in dr.runs)
             print(
-                f"{target:<17} {dr.jobs:>6,} {dr.med('jobs_per_s'):>8,.0f} {cpu} {pj} "
+                f"{target:<17} {dr.jobs:>6,} {dr.med('jobs_per_s'):>8,.0f} {cpu} {pj} {db} "
                 f"{dr.med('startup_s'):>10.2f}  {each}"
             )
         for note in dr.notes:
@@ -309,7 +329,12 @@ def to_json(results: dict[str, DrainResult]) -> dict[str, object]:
             "notes": dr.notes,
             "jobs": dr.jobs,
             "runs": [
-                r.__dict__ | {"jobs_per_s": r.jobs_per_s, "cpu_us_per_job": r.cpu_us_per_job}
+                r.__dict__
+                | {
+                    "jobs_per_s": r.jobs_per_s,
+                    "cpu_us_per_job": r.cpu_us_per_job,
+                    "db_cpu_us_per_job": r.db_cpu_us_per_job,
+                }
                 for r in dr.runs
             ],
         }

@@ -357,6 +357,30 @@ def group_cpu_seconds(pgid: int) -> float | None:
     return ticks / _CLK_TCK if found else None
 
 
+def postgres_cpu_seconds() -> float:
+    """User + system CPU seconds of the live PostgreSQL server processes on this machine
+    (``postgres``: backends, checkpointer, WAL writer ...): what the database spends, to
+    set beside a client's own CPU."""
+    ticks = 0
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:
+        return 0.0
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        if data[data.index(b"(") + 1 : data.rindex(b")")] != b"postgres":
+            continue
+        fields = data[data.rindex(b")") + 2 :].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / _CLK_TCK
+
+
 class Proc:
     """One subprocess in its own process group; stopped by that pid/pgid only.
 
