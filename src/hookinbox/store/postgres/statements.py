@@ -131,7 +131,9 @@ LEFT JOIN LATERAL (
 #: parameters), so a batch keeps exactly what one settle keeps. Each attempt row is
 #: inserted once, complete, from the lease as the claim left it (``held``: this
 #: statement's snapshot, before ``done`` clears the lease); a job whose lease check
-#: fails is not in ``done`` and gets no row.
+#: fails is not in ``done`` and gets no row. ``held`` is MATERIALIZED, read once: inlined
+#: into the join with ``done``, PostgreSQL scanned the batch's ids again for every row
+#: settled (32 x 32 index probes over every version of each job: 6 of a 9 ms settle).
 SETTLE = Sql(
     f"""
 WITH settle AS (
@@ -140,7 +142,7 @@ WITH settle AS (
         s_business_id text, s_delay float8, s_refund int, s_target text,
         s_http_status int, s_snippet text, s_duration_ms int)
 ),
-held AS (
+held AS MATERIALIZED (
     SELECT id, attempts, trigger, leased_by, leased_at FROM jobs
     WHERE id = ANY(ARRAY(SELECT s_id FROM settle))
 ),
