@@ -4,11 +4,19 @@ together, and one value the store refuses fails only its own job."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
+from dataclasses import replace
+from typing import Any
 
 from hookinbox.errors import HookinboxError
-from hookinbox.store import AttemptDetail, Settlement, Store
+from hookinbox.store import AttemptDetail, NewDelivery, Settlement, Store, open_store_for
+from hookinbox.work.actions import Event
+from hookinbox.work.effects import JobContext
 from hookinbox.work.settling import SettleBatcher
+from hookinbox.work.worker import WorkerPool
 from tests.store.test_contract import new_delivery
+from tests.support.inbox import make_config
+from tests.support.waiting import wait_for
 
 
 async def test_a_business_id_the_store_refuses_fails_only_its_own_job(store: Store) -> None:
@@ -62,3 +70,51 @@ async def test_settlements_of_a_refused_batch_keep_their_detail_when_they_go_aga
     )
     assert (attempt.response_snippet, attempt.duration_ms) == ("busy", 25)
     assert attempt.next_attempt_at is not None
+
+
+class _Noop:
+    async def run(self, event: Event, ctx: JobContext) -> str | None:
+        return None
+
+
+async def test_a_worker_claims_the_slots_a_settle_batch_frees_in_the_same_call(
+    db_url: str,
+) -> None:
+    """While the pool runs, the endings of a loop turn settle together with the claim of
+    the slots they freed: one call per turn, not a settle and a claim."""
+    store = open_store_for(db_url)
+    await store.open()
+    calls: Counter[str] = Counter()
+    for name in ("claim_due_jobs", "settle_jobs", "settle_and_claim"):
+        real = getattr(store.queue, name)
+
+        async def counted(*args: Any, _real: Any = real, _name: str = name) -> Any:
+            calls[_name] += 1
+            return await _real(*args)
+
+        setattr(store.queue, name, counted)
+    try:
+        items = [replace(new_delivery(f"e{i}"), source="test") for i in range(40)]
+        await store.journal.reserve_deliveries(items)
+        config = make_config(db_url, worker={"concurrency": 4})
+        pool = WorkerPool(config, store, actions={("test", "a"): _Noop()}, name="w")
+        stop = asyncio.Event()
+        running = asyncio.create_task(pool.run(stop))
+        try:
+            await wait_for(lambda: _all_completed(store, items), 20, "every job completed")
+        finally:
+            stop.set()
+            await running
+        assert calls["settle_and_claim"] >= 40 // 4 - 1
+        # The first claim, and those after a turn found the queue short (its end).
+        assert calls["claim_due_jobs"] <= 3
+    finally:
+        await store.close()
+
+
+async def _all_completed(store: Store, items: list[NewDelivery]) -> bool:
+    for item in items:
+        job = await store.queue.get_job(item.jobs[0].id)
+        if job is None or job.state != "completed":
+            return False
+    return True

@@ -271,6 +271,9 @@ def _due(but: str = "") -> Sql:
 
 
 _DUE = _due()
+#: The due jobs but those of ``:settled``: a claim riding on a settle never takes back
+#: a job the same transaction has just settled (a retry due at once, say).
+_DUE_BUT_SETTLED = _due(" AND NOT (id {in:settled})")
 _EXPIRE_LEASES = Sql(end_attempts_from() + "jobs WHERE id {in:ids}")
 _CLAIM = Sql(f"UPDATE jobs SET {LEASE_JOB} WHERE id {{in:ids}} RETURNING {CLAIMED_COLUMNS}")
 _CLAIMED = Sql(
@@ -284,11 +287,17 @@ _CLAIMED = Sql(
 LEASE_EXPIRED = {"outcome": AttemptOutcome.LEASE_EXPIRED, "error": JobCode.LEASE_EXPIRED}
 
 
-def claim(worker: str, limit: int, lease_seconds: float, token: str) -> Tx[list[ClaimedJob]]:
-    """Lease up to ``limit`` due jobs; a lapsed lease taken over first gets its attempt
-    written, from the old lease, as lease-expired. The ids are read once: SQLite's clock
-    moves between statements, and a second ``{now}`` could find another set."""
-    due = yield rows(_DUE, limit=limit)
+def claim(
+    worker: str, limit: int, lease_seconds: float, token: str, settled: Sequence[str] = ()
+) -> Tx[list[ClaimedJob]]:
+    """Lease up to ``limit`` due jobs, none of ``settled`` (jobs this transaction settled);
+    a lapsed lease taken over first gets its attempt written, from the old lease, as
+    lease-expired. The ids are read once: SQLite's clock moves between statements, and a
+    second ``{now}`` could find another set."""
+    if settled:
+        due = yield rows(_DUE_BUT_SETTLED, limit=limit, settled=list(settled))
+    else:
+        due = yield rows(_DUE, limit=limit)
     if not due:
         return []
     lapsed = [job["id"] for job in due if job["state"] == "processing"]
@@ -384,6 +393,17 @@ def settle(batch: Sequence[Mapping[str, Any]]) -> Tx[list[bool]]:
 
 def _ids(batch: Sequence[Mapping[str, Any]]) -> list[str]:
     return [params["id"] for params in batch]
+
+
+def settle_and_claim(
+    batch: Sequence[Mapping[str, Any]], worker: str, limit: int, lease_seconds: float, token: str
+) -> Tx[tuple[list[bool], list[ClaimedJob]]]:
+    """A worker's loop turn in one transaction (one commit): the attempts that ended are
+    settled (:func:`settle`), then up to ``limit`` due jobs claimed for the slots they
+    freed (:func:`claim`), none of the jobs just settled."""
+    answers = yield from settle(batch)
+    claimed = yield from claim(worker, limit, lease_seconds, token, _ids(batch))
+    return answers, claimed
 
 
 #: Renewing every lease a worker holds, in one statement. A lease token is one claim's

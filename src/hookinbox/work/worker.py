@@ -15,7 +15,7 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -87,10 +87,14 @@ class WorkerPool:
         self._running: set[asyncio.Task[None]] = set()
         #: Handlers running now (a slot is free again once its handler returns).
         self._busy = 0
+        #: Slots a claim on its way to the store will fill (no other claim counts them).
+        self._claiming = 0
         self._slot_freed = asyncio.Event()
         #: Jobs this worker holds a lease on (id -> lease token), claim to settlement.
         self._leases: dict[str, str] = {}
-        self._settler = SettleBatcher(store)
+        #: Set while :meth:`run` works: only then does a settle batch claim jobs too.
+        self._stop: asyncio.Event | None = None
+        self._settler = SettleBatcher(store, settle_batch=self._settle_and_refill)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Work until ``stop`` is set, then let running jobs finish (their leases hold)."""
@@ -98,9 +102,10 @@ class WorkerPool:
         sweep_every = max(1.0, self._settings.lease_seconds / 2)
         next_sweep = 0.0
         renewer = asyncio.create_task(self._renew_leases())
+        self._stop = stop
         try:
             while not stop.is_set():
-                if self._busy >= self._settings.concurrency:
+                if self._free_slots() <= 0:
                     await self._slot_or_stop(stop)
                     continue
                 try:
@@ -120,9 +125,11 @@ class WorkerPool:
                     continue
                 await self._idle(stop)
         finally:
-            if self._running:
-                # Bounded: a job still running after its lease is taken over anyway.
-                await asyncio.wait(self._running, timeout=self._settings.lease_seconds)
+            # Bounded: a job still running after its lease is taken over anyway. A settle
+            # batch on its way may still start the jobs it claimed: those run too.
+            deadline = time.monotonic() + self._settings.lease_seconds
+            while self._running and (left := deadline - time.monotonic()) > 0:
+                await asyncio.wait(set(self._running), timeout=left)
             renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
@@ -131,25 +138,60 @@ class WorkerPool:
                 self._tracing.shutdown()
             log.info("worker_stopped", worker=self.name)
 
+    def _free_slots(self) -> int:
+        return self._settings.concurrency - self._busy - self._claiming
+
     async def _claim(self) -> int:
-        free = self._settings.concurrency - self._busy
+        free = self._free_slots()
         if free <= 0:
             return 0
         started = self._tracing.now_ns()
-        jobs = await self._store.queue.claim_due_jobs(self.name, free, self._settings.lease_seconds)
-        self._tracing.claimed(started, jobs)
+        self._claiming += free
+        try:
+            jobs = await self._store.queue.claim_due_jobs(
+                self.name, free, self._settings.lease_seconds
+            )
+        finally:
+            self._claiming -= free
+        self._start(jobs, started)
+        # A full claim means more may be waiting: claim again once a slot frees.
+        return len(jobs) if len(jobs) == free else 0
+
+    async def _settle_and_refill(self, settlements: Sequence[Settlement]) -> list[bool]:
+        """A settle batch, and while the pool runs, the claim of the slots free now in
+        the same statement (one round trip and one commit per loop turn where there
+        were two). The run loop does not claim the slots this claim will fill."""
+        free = self._free_slots() if self._stop is not None and not self._stop.is_set() else 0
+        if free <= 0:
+            return await self._store.queue.settle_jobs(settlements)
+        started = self._tracing.now_ns()
+        self._claiming += free
+        jobs: list[ClaimedJob] = []
+        try:
+            answers, jobs = await self._store.queue.settle_and_claim(
+                settlements, self.name, free, self._settings.lease_seconds
+            )
+        finally:
+            self._claiming -= free
+            if len(jobs) < free:
+                # Slots this claim did not fill: the run loop claims (or idles) again.
+                self._slot_freed.set()
+        self._start(jobs, started)
+        return answers
+
+    def _start(self, jobs: list[ClaimedJob], claim_started_ns: int) -> None:
+        self._tracing.claimed(claim_started_ns, jobs)
         self._busy += len(jobs)
         for job in jobs:
             task = asyncio.create_task(self._work(job))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
-        # A full claim means more may be waiting: claim again once a slot frees.
-        return len(jobs) if len(jobs) == free else 0
 
     async def _slot_or_stop(self, stop: asyncio.Event) -> None:
-        """Every slot is running a handler: nothing to claim until one returns."""
+        """Every slot is running a handler or about to be filled: nothing to claim until
+        one is free."""
         self._slot_freed.clear()
-        if self._busy < self._settings.concurrency:
+        if self._free_slots() > 0:
             return
         freed = asyncio.ensure_future(self._slot_freed.wait())
         stopped = asyncio.ensure_future(stop.wait())
