@@ -118,3 +118,57 @@ async def _all_completed(store: Store, items: list[NewDelivery]) -> bool:
         if job is None or job.state != "completed":
             return False
     return True
+
+
+class _Sleeps:
+    """Sleeps as long as the event id says (``sleep-0.05``)."""
+
+    async def run(self, event: Event, ctx: JobContext) -> str | None:
+        await asyncio.sleep(float(event.event_id.split("-")[1]))
+        return None
+
+
+async def test_each_hung_job_times_out_at_its_own_deadline_and_no_other(db_url: str) -> None:
+    """The pool's jobs share one timer for their timeouts: a job that outlives its time is
+    cancelled and dead-lettered as a timeout; the others, started before or after it,
+    complete."""
+    store = open_store_for(db_url)
+    await store.open()
+    try:
+        sleeps = ["0", "5", "0.05", "5", "0"]
+        items = [
+            replace(new_delivery(f"sleep-{s}-{n}"), source="test", max_attempts=1)
+            for n, s in enumerate(sleeps)
+        ]
+        config = make_config(db_url, worker={"concurrency": 2, "job_timeout_seconds": 0.3})
+        pool = WorkerPool(config, store, actions={("test", "a"): _Sleeps()}, name="w")
+        stop = asyncio.Event()
+        started = asyncio.get_running_loop().time()
+        running = asyncio.create_task(pool.run(stop))
+        try:
+            for item in items:  # one at a time: each job starts at its own time
+                await store.journal.reserve_deliveries([item])
+                await asyncio.sleep(0.1)
+            await wait_for(lambda: _all_ended(store, items), 10, "every job ended")
+        finally:
+            stop.set()
+            await running
+        assert asyncio.get_running_loop().time() - started < 3
+        ended = [await store.queue.get_job(item.jobs[0].id) for item in items]
+        assert [(job.state, job.last_error) if job else None for job in ended] == [
+            ("completed", None),
+            ("failed", "job_timeout"),
+            ("completed", None),
+            ("failed", "job_timeout"),
+            ("completed", None),
+        ]
+    finally:
+        await store.close()
+
+
+async def _all_ended(store: Store, items: list[NewDelivery]) -> bool:
+    for item in items:
+        job = await store.queue.get_job(item.jobs[0].id)
+        if job is None or job.state not in ("completed", "failed"):
+            return False
+    return True
