@@ -14,6 +14,7 @@ from binascii import b2a_base64
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from datetime import datetime
+from operator import itemgetter
 from typing import Any, TypeVar
 
 import asyncpg
@@ -54,12 +55,14 @@ def store_error(exc: BaseException) -> StoreError:
     return StoreUnavailable(f"PostgreSQL unavailable: {type(exc).__name__}")
 
 
+#: A settlement's values in the order of :data:`statements.SETTLE_FIELDS`.
+_SETTLE_ROW = itemgetter(*(name for name, _ in statements.SETTLE_FIELDS))
+
+
 def _settle_batch(batch: Sequence[Mapping[str, Any]]) -> str:
-    """A settle batch as the JSON parameter of :data:`statements.SETTLE`: keys prefixed
-    as the statement's columns, so settled values never clash with the names of the jobs
-    table's own columns."""
+    """A settle batch as the JSON parameter of :data:`statements.SETTLE`."""
     try:
-        return orjson.dumps([{f"s_{k}": v for k, v in p.items()} for p in batch]).decode()
+        return orjson.dumps(list(map(_SETTLE_ROW, batch))).decode()
     except orjson.JSONEncodeError as exc:  # a value JSON cannot carry (a lone surrogate)
         raise StoreError(f"PostgreSQL cannot store a value: {type(exc).__name__}") from exc
 
