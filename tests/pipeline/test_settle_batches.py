@@ -13,7 +13,7 @@ from hookinbox.store import AttemptDetail, NewDelivery, Settlement, Store, open_
 from hookinbox.work.actions import Event
 from hookinbox.work.effects import JobContext
 from hookinbox.work.settling import SettleBatcher
-from hookinbox.work.worker import WorkerPool
+from hookinbox.work.worker import WorkerPool, _JobTimeouts
 from tests.store.test_contract import new_delivery
 from tests.support.inbox import make_config
 from tests.support.waiting import wait_for
@@ -172,3 +172,28 @@ async def _all_ended(store: Store, items: list[NewDelivery]) -> bool:
         if job is None or job.state not in ("completed", "failed"):
             return False
     return True
+
+
+def test_job_timeouts_still_run_out_when_the_pool_moves_to_another_event_loop() -> None:
+    """``hookinbox.testing`` may drive one pool from successive event loops: a timer left
+    on a closed loop must not leave the next loop's jobs without a timeout."""
+    timeouts = _JobTimeouts(0.05)
+
+    async def quick() -> str:
+        timeouts.done(timeouts.watch())  # its timer stays set, on this loop
+        return "quick"
+
+    async def hangs() -> str:
+        task = timeouts.watch()
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            if timeouts.done(task):
+                return "timed out"
+            raise
+        finally:
+            timeouts.done(task)
+        return "slept"
+
+    assert asyncio.run(quick()) == "quick"
+    assert asyncio.run(hangs()) == "timed out"

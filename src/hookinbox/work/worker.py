@@ -488,12 +488,19 @@ class _JobTimeouts:
         self._running: OrderedDict[asyncio.Task[Any], float] = OrderedDict()
         self._expired: set[asyncio.Task[Any]] = set()
         self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def watch(self) -> asyncio.Task[Any]:
         """Start the current task's time (inside the job's task)."""
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            # A pool used from another event loop (hookinbox.testing may): the timer and
+            # the tasks of the former one are gone with it.
+            self._running.clear()
+            self._expired.clear()
+            self._timer, self._loop = None, loop
         deadline = loop.time() + self._seconds
         self._running[task] = deadline
         if self._timer is None:
