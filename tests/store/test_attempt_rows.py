@@ -210,3 +210,35 @@ async def test_migration_010_moves_an_attempt_left_open_onto_its_leased_job(
             await pg.close()
         assert leased_at.timestamp() == 102.0
     assert (still_open, kept) == (0, 1)
+
+
+async def test_purged_deliveries_take_their_jobs_attempts_with_them(store: Store) -> None:
+    """Attempts go with their job (PostgreSQL: a trigger, migration 012, where the foreign
+    key's cascade did it; SQLite: the key's cascade), and only theirs."""
+    await store.journal.reserve_deliveries([new_delivery(f"e{i}") for i in range(3)])
+    jobs = await store.queue.claim_due_jobs("w", 3, 30)
+    await store.queue.settle_jobs([Settlement(j.id, j.lease_token, "retry", "x", 0) for j in jobs])
+    again = await store.queue.claim_due_jobs("w", 3, 30)
+    await store.queue.settle_jobs([Settlement(j.id, j.lease_token, "completed") for j in again])
+    assert (await store.count_rows())["attempts"] == 6
+    await asyncio.sleep(0.01)
+    assert await store.retention.purge_deliveries(0, 2) == 2
+    rows = await store.count_rows()
+    assert (rows["deliveries"], rows["jobs"], rows["attempts"]) == (1, 1, 2)
+    (kept,) = [j for j in jobs if await store.queue.get_job(j.id) is not None]
+    assert [a.outcome for a in await store.queue.list_attempts(kept.id)] == ["retry", "completed"]
+
+
+async def test_a_job_that_is_gone_gets_no_attempt_row(store: Store) -> None:
+    """Every attempt row is written from its job's row (on PostgreSQL no foreign key
+    checks it since migration 012): a settle or a sweep of a job that is gone writes
+    nothing."""
+    await store.journal.reserve_deliveries([new_delivery("e1")])
+    (job,) = await store.queue.claim_due_jobs("w", 1, 30)
+    db: Any = store._db
+    await db.count(Sql("DELETE FROM jobs WHERE id = :id"), id=job.id)
+    assert await store.queue.settle_jobs([Settlement(job.id, job.lease_token, "completed")]) == [
+        False
+    ]
+    assert await store.queue.fail_exhausted_leases() == 0
+    assert (await store.count_rows())["attempts"] == 0

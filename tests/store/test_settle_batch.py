@@ -4,8 +4,12 @@ call, yet every lease checked on its own."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
-from hookinbox.store import AttemptDetail, Settlement, Store
+import pytest
+
+from hookinbox.errors import HookinboxError
+from hookinbox.store import AttemptDetail, Settlement, Store, open_store_for
 from tests.store.test_contract import new_delivery
 
 
@@ -110,3 +114,89 @@ async def test_a_settlement_without_detail_leaves_the_detail_columns_empty(store
     (attempt,) = await store.queue.list_attempts(job.id)
     assert (attempt.target, attempt.http_status, attempt.response_snippet) == (None, None, None)
     assert attempt.duration_ms is None and attempt.next_attempt_at is not None
+
+
+async def test_a_settle_with_a_claim_checks_each_lease_and_never_claims_a_job_it_settled(
+    store: Store,
+) -> None:
+    """A worker's loop turn in one call: the batch settles as ``settle_jobs`` does, and
+    the claim riding on it takes none of the batch's jobs, even one due again at once or
+    one whose lease lapsed."""
+    await store.journal.reserve_deliveries([new_delivery(f"e{i}") for i in range(6)])
+    done, again, lapsed = await store.queue.claim_due_jobs("w1", 3, 1)
+    await asyncio.sleep(1.2)  # every lease lapses; nobody takes one over
+    answers, claimed = await store.queue.settle_and_claim(
+        [
+            Settlement(done.id, done.lease_token, "completed", business_id="b-1"),
+            Settlement(again.id, again.lease_token, "retry", "http_503", 0),  # due at once
+            Settlement(lapsed.id, "not-the-token", "completed"),
+        ],
+        "w1",
+        10,
+        30,
+    )
+    assert answers == [True, True, False]
+    batch = {done.id, again.id, lapsed.id}
+    assert len(claimed) == 3 and not {job.id for job in claimed} & batch
+    assert all(job.attempts == 1 and job.body == b"{}" for job in claimed)
+    # What the claim left is due: the retry and the lapsed lease, taken by the next claim.
+    later = await store.queue.claim_due_jobs("w2", 10, 30)
+    assert {job.id for job in later} == {again.id, lapsed.id}
+    assert {job.id: job.attempts for job in later} == {again.id: 2, lapsed.id: 2}
+    assert [a.outcome for a in await store.queue.list_attempts(done.id)] == ["completed"]
+    lapsed_attempts = await store.queue.list_attempts(lapsed.id)
+    assert [(a.worker, a.outcome) for a in lapsed_attempts] == [
+        ("w1", "lease_expired"),
+        ("w2", None),  # under way
+    ]
+    stored = await store.queue.get_job(done.id)
+    assert stored is not None and (stored.state, stored.business_id) == ("completed", "b-1")
+
+
+async def test_a_settle_with_a_claim_refused_by_the_store_claims_nothing(store: Store) -> None:
+    """One statement (one transaction): a batch the store refuses claims no job either,
+    so the worker's fallback (each settlement alone) leaves nothing leased unseen."""
+    await store.journal.reserve_deliveries([new_delivery(f"e{i}") for i in range(3)])
+    (job,) = await store.queue.claim_due_jobs("w1", 1, 30)
+    refused = Settlement(job.id, job.lease_token, "completed", business_id="x\ud800")
+    with pytest.raises(HookinboxError):
+        await store.queue.settle_and_claim([refused], "w1", 5, 30)
+    assert len(await store.queue.claim_due_jobs("w2", 5, 30)) == 2
+    stored = await store.queue.get_job(job.id)
+    assert stored is not None and stored.state == "processing"
+
+
+async def test_two_workers_settling_and_claiming_in_one_call_run_each_job_once(
+    db_url: str,
+) -> None:
+    """Two stores (two pools, two writer threads on SQLite) turn at once, each settling
+    what it ran and claiming more in one call: no job is leased twice, every job
+    completes once, with one attempt row."""
+    stores = [open_store_for(db_url) for _ in range(2)]
+    for s in stores:
+        await s.open()
+    try:
+        await stores[0].journal.reserve_deliveries([new_delivery(f"e{i}") for i in range(150)])
+        runs: Counter[str] = Counter()
+        by_worker: Counter[str] = Counter()
+
+        async def work(store: Store, name: str) -> None:
+            jobs = await store.queue.claim_due_jobs(name, 8, 30)
+            while jobs:
+                runs.update(job.id for job in jobs)
+                by_worker[name] += len(jobs)
+                await asyncio.sleep(0)  # the handlers run; the other worker turns meanwhile
+                ended = [Settlement(job.id, job.lease_token, "completed") for job in jobs]
+                answers, jobs = await store.queue.settle_and_claim(ended, name, 8, 30)
+                assert answers == [True] * len(ended)
+
+        await asyncio.gather(work(stores[0], "w1"), work(stores[1], "w2"))
+        assert len(runs) == 150 and set(runs.values()) == {1}
+        assert by_worker["w1"] > 0 and by_worker["w2"] > 0
+        for job_id in runs:
+            attempts = await stores[0].queue.list_attempts(job_id)
+            assert [(a.number, a.outcome) for a in attempts] == [(1, "completed")]
+        assert await stores[0].queue.claim_due_jobs("w9", 100, 30) == []
+    finally:
+        for s in stores:
+            await s.close()

@@ -145,3 +145,12 @@ class Driver(abc.ABC):
         """Settle leased jobs (see :func:`hot_path.settle_params`) in ONE commit; per
         item, whether its lease was still ours."""
         return await self.run(hot_path.settle(batch))
+
+    async def settle_and_claim(
+        self, batch: Sequence[Mapping[str, Any]], worker_id: str, limit: int, lease_seconds: float
+    ) -> tuple[list[bool], list[ClaimedJob]]:
+        """:meth:`settle_jobs` and :meth:`claim_due_jobs` (none of the jobs just settled)
+        in ONE commit: a worker's loop turn."""
+        return await self.run(
+            hot_path.settle_and_claim(batch, worker_id, limit, lease_seconds, new_lease_token())
+        )

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from hookinbox.codes import AttemptOutcome, JobCode
+from hookinbox.errors import StoreError
 from hookinbox.store.records import (
     AttemptDetail,
     ClaimedJob,
@@ -32,10 +33,10 @@ from hookinbox.store.sql import WAKE, Row, Sql, Step, Tx, count, many, rows
 #: Jobs a worker may take: due and waiting, or leased by a worker that stopped renewing
 #: the lease while attempts are left.
 #: Each half alone matches a partial index (``jobs_due_idx``, ``jobs_lease_idx``); the
-#: claim reads them apart, since an OR of the two makes PostgreSQL scan the whole table.
+#: claim reads them apart, since an OR of the two makes PostgreSQL scan the whole table
+#: and SQLite sort every due job.
 DUE_ACCEPTED = "state = 'accepted' AND next_attempt_at <= {now}"
 LEASE_LAPSED = "state = 'processing' AND lease_expires_at < {now} AND attempts < max_attempts"
-DUE_JOBS = f"({DUE_ACCEPTED}) OR ({LEASE_LAPSED})"
 LEASE_JOB = (
     "state = 'processing', attempts = attempts + 1, lease_token = :token, leased_by = :worker,"
     " leased_at = {now}, lease_expires_at = {now} + {secs:lease}, updated_at = {now}"
@@ -252,7 +253,27 @@ def reserve_batch(items: Sequence[NewDelivery]) -> Tx[list[Reservation]]:
 
 # -- claim -----------------------------------------------------------------------------
 
-_DUE = Sql(f"SELECT id, state FROM jobs WHERE {DUE_JOBS} ORDER BY next_attempt_at LIMIT :limit")
+
+def _due(but: str = "") -> Sql:
+    """The first ``:limit`` due jobs, by when each became due, from two scans each in its
+    partial index's order and stopped at the limit (an OR of the two made SQLite read
+    and sort every due job, at every claim: a drain's claims cost grew with the queue).
+    ``but`` narrows both scans."""
+    return Sql(
+        "SELECT id, state FROM ("
+        " SELECT * FROM (SELECT id, state, next_attempt_at AS due_at FROM jobs"
+        f" WHERE {DUE_ACCEPTED}{but} ORDER BY next_attempt_at LIMIT :limit)"
+        " UNION ALL"
+        " SELECT * FROM (SELECT id, state, lease_expires_at AS due_at FROM jobs"
+        f" WHERE {LEASE_LAPSED}{but} ORDER BY lease_expires_at LIMIT :limit)"
+        ") AS due ORDER BY due_at LIMIT :limit"
+    )
+
+
+_DUE = _due()
+#: The due jobs but those of ``:settled``: a claim riding on a settle never takes back
+#: a job the same transaction has just settled (a retry due at once, say).
+_DUE_BUT_SETTLED = _due(" AND NOT (id {in:settled})")
 _EXPIRE_LEASES = Sql(end_attempts_from() + "jobs WHERE id {in:ids}")
 _CLAIM = Sql(f"UPDATE jobs SET {LEASE_JOB} WHERE id {{in:ids}} RETURNING {CLAIMED_COLUMNS}")
 _CLAIMED = Sql(
@@ -266,11 +287,17 @@ _CLAIMED = Sql(
 LEASE_EXPIRED = {"outcome": AttemptOutcome.LEASE_EXPIRED, "error": JobCode.LEASE_EXPIRED}
 
 
-def claim(worker: str, limit: int, lease_seconds: float, token: str) -> Tx[list[ClaimedJob]]:
-    """Lease up to ``limit`` due jobs; a lapsed lease taken over first gets its attempt
-    written, from the old lease, as lease-expired. The ids are read once: SQLite's clock
-    moves between statements, and a second ``{now}`` could find another set."""
-    due = yield rows(_DUE, limit=limit)
+def claim(
+    worker: str, limit: int, lease_seconds: float, token: str, settled: Sequence[str] = ()
+) -> Tx[list[ClaimedJob]]:
+    """Lease up to ``limit`` due jobs, none of ``settled`` (jobs this transaction settled);
+    a lapsed lease taken over first gets its attempt written, from the old lease, as
+    lease-expired. The ids are read once: SQLite's clock moves between statements, and a
+    second ``{now}`` could find another set."""
+    if settled:
+        due = yield rows(_DUE_BUT_SETTLED, limit=limit, settled=list(settled))
+    else:
+        due = yield rows(_DUE, limit=limit)
     if not due:
         return []
     lapsed = [job["id"] for job in due if job["state"] == "processing"]
@@ -329,17 +356,54 @@ def settle_params(settlement: Settlement) -> dict[str, Any]:
     }
 
 
+#: The leases the jobs of a settle batch hold now (locked on PostgreSQL; SQLite's write
+#: lock already keeps them until the commit).
+_HELD_LEASES = Sql(
+    "SELECT id, lease_token FROM jobs WHERE id {in:ids} AND state = 'processing' {for_update}"
+)
+
+
 def settle(batch: Sequence[Mapping[str, Any]]) -> Tx[list[bool]]:
     """Write each job's attempt, ended, and move the job on, only while its lease is ours
     (the attempt first: it reads the lease the job's update clears); in one transaction
-    (one commit for the whole batch). Answers, per item, whether it was ours."""
+    (one commit for the whole batch). Answers, per item, whether it was ours.
+
+    A few statements for the whole batch, not two per job: the leases are read once
+    (whose they are cannot change before the commit: the rows are locked), then the
+    attempts and the jobs are written for the settlements still holding theirs, each
+    one prepared statement run per row (a loop in C on SQLite), each row still guarded
+    by its own lease check. A job settles once per batch."""
+    held = {r["id"]: r["lease_token"] for r in (yield rows(_HELD_LEASES, ids=_ids(batch)))}
     answers = []
+    ours = []
     for params in batch:
-        ours: bool = (yield count(_END_SETTLED, **params)) == 1
-        if ours:
-            yield count(_FINISH, **params)
-        answers.append(ours)
+        mine = held.get(params["id"]) == params["token"]
+        if mine:
+            del held[params["id"]]
+            ours.append(params)
+        answers.append(mine)
+    if ours:
+        ended = yield many(_END_SETTLED, ours)
+        finished = yield many(_FINISH, ours)
+        if (ended, finished) != (None, None) and (ended, finished) != (len(ours), len(ours)):
+            # Cannot happen with the rows locked; should it, nothing of the batch stays.
+            raise StoreError("a settle batch found a lease changed under its lock")
     return answers
+
+
+def _ids(batch: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [params["id"] for params in batch]
+
+
+def settle_and_claim(
+    batch: Sequence[Mapping[str, Any]], worker: str, limit: int, lease_seconds: float, token: str
+) -> Tx[tuple[list[bool], list[ClaimedJob]]]:
+    """A worker's loop turn in one transaction (one commit): the attempts that ended are
+    settled (:func:`settle`), then up to ``limit`` due jobs claimed for the slots they
+    freed (:func:`claim`), none of the jobs just settled."""
+    answers = yield from settle(batch)
+    claimed = yield from claim(worker, limit, lease_seconds, token, _ids(batch))
+    return answers, claimed
 
 
 #: Renewing every lease a worker holds, in one statement. A lease token is one claim's

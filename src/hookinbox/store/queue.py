@@ -167,6 +167,21 @@ class Queue:
             return []
         return await self._db.settle_jobs([settle_params(s) for s in settlements])
 
+    async def settle_and_claim(
+        self,
+        settlements: Sequence[Settlement],
+        worker_id: str,
+        limit: int,
+        lease_seconds: float,
+    ) -> tuple[list[bool], list[ClaimedJob]]:
+        """A worker's loop turn in ONE commit (one statement on PostgreSQL): what
+        :meth:`settle_jobs` does to ``settlements`` (each lease checked on its own, the
+        answers per settlement), then what :meth:`claim_due_jobs` does for ``limit``
+        slots, never taking one of the jobs it has just settled."""
+        return await self._db.settle_and_claim(
+            [settle_params(s) for s in settlements], worker_id, limit, float(lease_seconds)
+        )
+
     async def _settle_one(self, settlement: Settlement) -> bool:
         (ours,) = await self.settle_jobs([settlement])
         return ours

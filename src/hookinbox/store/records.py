@@ -144,11 +144,18 @@ class ClaimedJob:
     def from_row(cls, row: Row, lease_token: str) -> ClaimedJob:
         """From a claim's row joined with its delivery and payload (no times in it)."""
         body, headers = row["body"], row["headers"]
-        return build(
-            cls,
-            row,
-            no_times,
+        # Field by field, not through build(): this runs once per claimed job.
+        return cls(
+            id=row["id"],
+            delivery_id=row["delivery_id"],
+            source=row["source"],
+            action=row["action"],
+            attempts=row["attempts"],
+            max_attempts=row["max_attempts"],
             lease_token=lease_token,
+            event_id=row["event_id"],
+            event_type=row["event_type"],
+            trigger=row["trigger"],
             body=bytes(body) if body is not None else None,
             # Kept headers are JSON of latin-1 text both stores wrote: orjson reads them
             # several times faster, once per claimed job.

@@ -18,6 +18,7 @@ job; a settlement that still fails leaves its lease to expire and the job runs a
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 
 from hookinbox.codes import error_code_of
 from hookinbox.logs import get_logger
@@ -34,11 +35,22 @@ class SettleBatcher:
     """Group concurrent settlements into few commits.
 
     Up to ``max_in_flight`` batches are on their way to the store at once, so the next
-    batch gathers while one commits.
+    batch gathers while one commits. ``settle_batch`` writes a batch the first time
+    (default ``store.queue.settle_jobs``; a worker's also claims the slots the batch
+    freed, in the same statement); a batch that fails goes again one by one through
+    ``store.queue.settle_jobs``.
     """
 
-    def __init__(self, store: Store, *, max_batch: int = 512, max_in_flight: int = 2) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        settle_batch: Callable[[Sequence[Settlement]], Awaitable[list[bool]]] | None = None,
+        max_batch: int = 512,
+        max_in_flight: int = 2,
+    ) -> None:
         self._store = store
+        self._settle_batch = settle_batch or store.queue.settle_jobs
         self._max_batch = max_batch
         self._max_in_flight = max_in_flight
         self._pending: list[tuple[Settlement, asyncio.Future[bool]]] = []
@@ -80,7 +92,7 @@ class SettleBatcher:
     async def _flush(self, batch: list[tuple[Settlement, asyncio.Future[bool]]]) -> None:
         settlements = [settlement for settlement, _ in batch]
         try:
-            answers = await self._store.queue.settle_jobs(settlements)
+            answers = await self._settle_batch(settlements)
         except asyncio.CancelledError:
             for _, future in batch:
                 future.cancel()

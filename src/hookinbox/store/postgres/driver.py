@@ -14,6 +14,7 @@ from binascii import b2a_base64
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from datetime import datetime
+from operator import itemgetter
 from typing import Any, TypeVar
 
 import asyncpg
@@ -52,6 +53,18 @@ def store_error(exc: BaseException) -> StoreError:
             return StoreUnavailable(f"PostgreSQL unavailable: {type(exc).__name__}")
         return StoreError(f"PostgreSQL error {state}: {type(exc).__name__}")
     return StoreUnavailable(f"PostgreSQL unavailable: {type(exc).__name__}")
+
+
+#: A settlement's values in the order of :data:`statements.SETTLE_FIELDS`.
+_SETTLE_ROW = itemgetter(*(name for name, _ in statements.SETTLE_FIELDS))
+
+
+def _settle_batch(batch: Sequence[Mapping[str, Any]]) -> str:
+    """A settle batch as the JSON parameter of :data:`statements.SETTLE`."""
+    try:
+        return orjson.dumps(list(map(_SETTLE_ROW, batch))).decode()
+    except orjson.JSONEncodeError as exc:  # a value JSON cannot carry (a lone surrogate)
+        raise StoreError(f"PostgreSQL cannot store a value: {type(exc).__name__}") from exc
 
 
 async def _no_reset(connection: asyncpg.Connection) -> None:
@@ -275,15 +288,27 @@ class PostgresDriver(Driver):
         return [ClaimedJob.from_row(r, token) for r in found]
 
     async def settle_jobs(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
-        # Keys prefixed as the statement's columns: settled values never clash with the
-        # names of the jobs table's own columns.
-        try:
-            encoded = orjson.dumps([{f"s_{k}": v for k, v in p.items()} for p in batch])
-        except orjson.JSONEncodeError as exc:  # a value JSON cannot carry (a lone surrogate)
-            raise StoreError(f"PostgreSQL cannot store a value: {type(exc).__name__}") from exc
-        found = await self.rows(statements.SETTLE, batch=encoded.decode())
+        found = await self.rows(statements.SETTLE, batch=_settle_batch(batch))
         settled = {r["id"] for r in found}
         return [params["id"] in settled for params in batch]
+
+    async def settle_and_claim(
+        self, batch: Sequence[Mapping[str, Any]], worker_id: str, limit: int, lease_seconds: float
+    ) -> tuple[list[bool], list[ClaimedJob]]:
+        token = new_lease_token()
+        found = await self.rows(
+            statements.SETTLE_AND_CLAIM,
+            batch=_settle_batch(batch),
+            limit=limit,
+            token=token,
+            worker=worker_id,
+            lease=float(lease_seconds),
+            **LEASE_EXPIRED,
+        )
+        # One row holds the settled ids (and no job); every other row is a claimed job.
+        (settled,) = [set(r["settled"]) for r in found if r["id"] is None]
+        answers = [params["id"] in settled for params in batch]
+        return answers, [ClaimedJob.from_row(r, token) for r in found if r["id"] is not None]
 
     async def fail_exhausted_leases(self) -> int:
         return int(await self.value(statements.FAIL_EXHAUSTED, **LEASE_EXPIRED))
