@@ -18,6 +18,7 @@ from hookinbox.store.dialect import POSTGRES, SQLITE
 from hookinbox.store.migrations import load_migrations
 from hookinbox.store.sql import Sql
 from tests.store.test_contract import new_delivery
+from tests.support.database import PG_URL
 
 _ROWS = Sql(
     "SELECT number, trigger, worker, started_at, ended_at, outcome, error_code, target,"
@@ -242,3 +243,24 @@ async def test_a_job_that_is_gone_gets_no_attempt_row(store: Store) -> None:
     ]
     assert await store.queue.fail_exhausted_leases() == 0
     assert (await store.count_rows())["attempts"] == 0
+
+
+async def test_a_job_deleted_from_a_session_naming_the_schema_takes_its_own_attempts(
+    backend: str, db_url: str, store: Store
+) -> None:
+    """PostgreSQL's trigger (migration 012) keeps the search path the store was migrated
+    with: an operator's ``DELETE FROM schema.jobs`` from a session on the default search
+    path still removes that store's attempts."""
+    if backend == "sqlite":
+        return  # one file, one schema: SQLite's cascade is the key's own
+    await store.journal.reserve_deliveries([new_delivery("e1")])
+    (job,) = await store.queue.claim_due_jobs("w", 1, 30)
+    await store.queue.settle_jobs([Settlement(job.id, job.lease_token, "completed")])
+    schema = db_url.rsplit("search_path=", 1)[1]
+    pg = await asyncpg.connect(PG_URL)  # search path: the server's default
+    try:
+        await pg.execute(f"DELETE FROM {schema}.jobs WHERE id = $1", job.id)
+        left = await pg.fetchval(f"SELECT count(*) FROM {schema}.attempts")
+    finally:
+        await pg.close()
+    assert left == 0

@@ -8,8 +8,11 @@
 -- as the key's cascade did: one delete by attempts_job_idx per job deleted.
 ALTER TABLE attempts DROP CONSTRAINT attempts_job_id_fkey;
 
+-- The function keeps the search path the store was migrated with: a DELETE on jobs from a
+-- session with another search path (an operator's psql naming the schema) still finds
+-- this store's attempts, never another schema's.
 CREATE FUNCTION hookinbox_delete_job_attempts() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     DELETE FROM attempts WHERE job_id = OLD.id;
     RETURN NULL;
