@@ -13,12 +13,21 @@ import logging
 import sys
 import threading
 import time
+from contextvars import ContextVar
 from typing import Any, Literal, TextIO
 
 import orjson
 import structlog
+from structlog.contextvars import STRUCTLOG_KEY_PREFIX
 
 LogFormat = Literal["json", "console"]
+
+#: The id of the request being answered, in every line logged while it is (``request_id``).
+#: A ContextVar of our own, set and reset once per request: structlog's
+#: ``bind_contextvars``/``unbind_contextvars`` cost more per delivery. It is named with
+#: structlog's prefix, so ``merge_contextvars`` adds it to each line as it did the bound
+#: value -- in our configuration and in a library user's own. Unset is ``...``, as there.
+REQUEST_ID: ContextVar[Any] = ContextVar(f"{STRUCTLOG_KEY_PREFIX}request_id", default=...)
 
 
 def configure_logging(fmt: LogFormat = "json", level: str = "info") -> None:
