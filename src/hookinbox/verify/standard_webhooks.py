@@ -111,12 +111,8 @@ class StandardWebhooksVerifier:
         if not self._matches(offered, signed_content(event_id, stamp, body)):
             raise InvalidSignature()
         payload = parse_json_object(body)
-        return VerifiedEvent(
-            event_id=event_id,
-            event_type=event_type_of(payload),
-            payload=payload,
-            timestamp=timestamp,
-        )
+        # Positional (id, type, payload, timestamp): keywords cost a dict per delivery.
+        return VerifiedEvent(event_id, event_type_of(payload), payload, timestamp)
 
     def _matches(self, offered: str, content: bytes) -> bool:
         symmetric: list[bytes] = []
