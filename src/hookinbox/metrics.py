@@ -134,14 +134,6 @@ class BuildInfo(Collector):
         yield family
 
 
-class _Answered(NamedTuple):
-    """One (source, outcome)'s updates for an answered delivery."""
-
-    count: Any
-    observe: Any
-    label: str
-
-
 class _JobMetrics(NamedTuple):
     """One route's job metrics (the children for its source and action)."""
 
@@ -160,7 +152,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._sources = frozenset(sources)
         self.recent = RecentCounts()
-        self._answered: dict[tuple[str, str], _Answered] = {}
+        self._answered: dict[tuple[str, str], tuple[Any, Any]] = {}
         self._jobs: dict[tuple[str, str], _JobMetrics] = {}
         self._reasons: set[str] = set()
         reg = self.registry
@@ -229,29 +221,14 @@ class Metrics:
     # -- receiving --------------------------------------------------------------------
     def delivery_answered(self, source: str, outcome: str, started: float) -> None:
         """One answered webhook request; ``started`` is its ``time.perf_counter()``."""
-        answered = self._answered.get((source, outcome))
-        if answered is None:
-            answered = self._answered_as(source, outcome)
-        count, observe, label = answered
-        count()
-        observe(time.perf_counter() - started)
-        self.recent.add(label, outcome)
-
-    def _answered_as(self, source: str, outcome: str) -> _Answered:
-        """The children of a (source, outcome), made once: ``labels()`` per request cost
-        more than the updates. Kept by the source as asked for when it is configured (so
-        the next request finds them in one lookup), else by its label: a URL path is no
-        key, or a sender could grow this without bound."""
         label = self.source_label(source)
-        found = self._answered.get((label, outcome))
-        if found is None:
-            found = _Answered(
-                self.deliveries.labels(label, outcome).inc,
-                self.answer_seconds.labels(label).observe,
-                label,
-            )
-            self._answered[(label, outcome)] = found
-        return found
+        children = self._answered.get((label, outcome))
+        if children is None:  # labels() per request costs more than the increment
+            children = (self.deliveries.labels(label, outcome), self.answer_seconds.labels(label))
+            self._answered[(label, outcome)] = children
+        children[0].inc()
+        children[1].observe(time.perf_counter() - started)
+        self.recent.add(label, outcome)
 
     def rejected_delivery(self, source: str, reason: str, kept: str) -> None:
         """A refusal for a signature or a timestamp, and whether a copy was kept."""
