@@ -18,9 +18,6 @@ from hookinbox.store import NewDelivery, Reservation, Store
 
 log = get_logger("hookinbox.ingest")
 
-#: A request waiting for its reservation: its row and the future it awaits.
-_Waiting = tuple[NewDelivery, asyncio.Future[Reservation]]
-
 
 class ReservationBatcher:
     """Group concurrent reservations into few commits; repeats inside a batch are folded.
@@ -43,19 +40,17 @@ class ReservationBatcher:
         self._max_batch = max_batch
         self._wait = wait_seconds
         self._max_in_flight = max_in_flight
-        self._pending: list[_Waiting] = []
+        self._pending: list[tuple[NewDelivery, asyncio.Future[Reservation]]] = []
         self._in_flight = 0
         self._scheduled = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._keys_in_flight: set[tuple[str, str]] = set()
 
-    def reserve(self, item: NewDelivery) -> asyncio.Future[Reservation]:
-        """The future of ``item``'s reservation, to await (a plain method returning it: a
-        coroutine around it was one more frame per delivery to create and resume)."""
+    async def reserve(self, item: NewDelivery) -> Reservation:
         future: asyncio.Future[Reservation] = asyncio.get_running_loop().create_future()
         self._pending.append((item, future))
         self._schedule()
-        return future
+        return await future
 
     def _schedule(self) -> None:
         if self._scheduled or self._in_flight >= self._max_in_flight or not self._pending:
@@ -73,8 +68,8 @@ class ReservationBatcher:
             return
         # An event already on its way to the store waits for that batch: two batches
         # touching the same journal row would only queue on its lock (or deadlock).
-        batch: list[_Waiting] = []
-        held: list[_Waiting] = []
+        batch: list[tuple[NewDelivery, asyncio.Future[Reservation]]] = []
+        held: list[tuple[NewDelivery, asyncio.Future[Reservation]]] = []
         keys: set[tuple[str, str]] = set()
         for entry in self._pending:
             key = (entry[0].source, entry[0].event_id)
@@ -99,23 +94,19 @@ class ReservationBatcher:
         self._in_flight -= 1
         self._schedule()
 
-    async def _flush(self, batch: list[_Waiting]) -> None:
-        # One group per (source, event id, body hash): its first item is reserved, once,
-        # for the whole group. The key is made once per item.
-        groups: dict[tuple[str, str, str], list[_Waiting]] = {}
-        for entry in batch:
-            item = entry[0]
+    async def _flush(self, batch: list[tuple[NewDelivery, asyncio.Future[Reservation]]]) -> None:
+        leaders: dict[tuple[str, str, str], NewDelivery] = {}
+        followers: dict[tuple[str, str, str], int] = {}
+        for item, _ in batch:
             key = (item.source, item.event_id, item.body_sha256)
-            group = groups.get(key)
-            if group is None:
-                groups[key] = [entry]
+            if key in leaders:
+                followers[key] = followers.get(key, 0) + 1
             else:
-                group.append(entry)
+                leaders[key] = item
         # Sorted by key: concurrent receivers then take journal row locks in one order.
-        ordered = [group for _, group in sorted(groups.items())]
         unique = [
-            group[0][0] if len(group) == 1 else _with_seen(group[0][0], len(group))
-            for group in ordered
+            _with_seen(item, 1 + followers.get(key, 0)) if key in followers else item
+            for key, item in sorted(leaders.items())
         ]
         try:
             answers = await self._store.journal.reserve_deliveries(unique)
@@ -135,20 +126,21 @@ class ReservationBatcher:
             # No traceback: its frames' locals hold this batch's bodies and headers.
             log.error("reserve_crashed", batch=len(batch), error=type(exc).__name__)
             return
-        for group, answer in zip(ordered, answers, strict=True):
-            for item, future in group:
-                if isinstance(answer, HookinboxError):
-                    if not future.done():
-                        future.set_exception(answer)
-                    continue
-                reservation = answer
-                if item.id != answer.delivery_id and answer.outcome == "accepted":
-                    # A repeat folded into this batch's first delivery of the same event.
-                    reservation = Reservation(
-                        "duplicate", answer.delivery_id, False, item.body_sha256
-                    )
+        by_key = {
+            (item.source, item.event_id, item.body_sha256): answer
+            for item, answer in zip(unique, answers, strict=True)
+        }
+        for item, future in batch:
+            answer = by_key[(item.source, item.event_id, item.body_sha256)]
+            if isinstance(answer, HookinboxError):
                 if not future.done():
-                    future.set_result(reservation)
+                    future.set_exception(answer)
+                continue
+            if item.id != answer.delivery_id and answer.outcome == "accepted":
+                # A repeat folded into this batch's first delivery of the same event.
+                answer = Reservation("duplicate", answer.delivery_id, False, item.body_sha256)
+            if not future.done():
+                future.set_result(answer)
 
 
 def _with_seen(item: NewDelivery, seen: int) -> NewDelivery:
