@@ -32,6 +32,9 @@ bytes with a reset that destroys the answer before the client reads it.
 Deadlines are not timers per request: each connection notes when its current phase
 expires (one float), and one sweep per server, every ``tick`` seconds while connections
 exist, closes the expired ones. The fast path pays two attribute stores per request.
+
+Each answer is written through an :class:`AnswerWriter`, which sends its head and body
+in one write (uvicorn writes them apart: two system calls per answer).
 """
 
 from __future__ import annotations
@@ -160,6 +163,61 @@ _sweepers: weakref.WeakKeyDictionary[ServerState, _Sweeper] = weakref.WeakKeyDic
 _base = HttpToolsProtocol  # called directly: cheaper than super() on every request
 
 
+class AnswerWriter:
+    """The transport a request's answer is written through: one ``send()`` for a small
+    answer instead of two.
+
+    uvicorn writes the status line and headers on ``http.response.start`` and the body
+    on ``http.response.body``, each with its own ``transport.write``: two system calls and
+    two TCP segments per answer (uvloop sends at once, with TCP_NODELAY). Here the first
+    write of each request (``arm``) is held and goes out with the next one, joined; so
+    only the head, never a body, is held, and a stream's chunks pass straight through. A
+    held head that nothing follows in the same loop turn (a stream whose first chunk is
+    not ready, a ``100 Continue``) is written at the end of that turn; ``close`` writes
+    it first. One per connection; everything else is the transport's own."""
+
+    __slots__ = ("_armed", "_held", "_loop", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._armed = False
+        self._held: bytes | None = None
+
+    def arm(self) -> None:
+        """A new request: hold its answer's first write."""
+        self._armed = True
+
+    def write(self, data: bytes) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._transport.write(held + data)
+        elif self._armed:
+            self._armed = False
+            self._held = data
+            self._loop.call_soon(self.flush)
+        else:
+            self._transport.write(data)
+
+    def flush(self) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            if not self._transport.is_closing():
+                self._transport.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with head and body deadlines, a head size bound and
     a connection cap (see the module docstring). Limits come from the uvicorn config's
@@ -189,6 +247,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         at_capacity = len(self.connections) >= self.limits.max_connections
         super().connection_made(transport)
+        self._writer = AnswerWriter(transport, self.loop)
         now = self.loop.time()
         self._phase, self._phase_since = _FRESH, now
         self.deadline = now + self.limits.header_timeout
@@ -256,7 +315,12 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._phase = _HEAD
 
     def on_headers_complete(self) -> None:
+        previous = self.cycle
         _base.on_headers_complete(self)
+        cycle = self.cycle
+        if cycle is not previous and cycle is not None:  # a new request (not an upgrade)
+            cycle.transport = self._writer  # type: ignore[assignment]
+            self._writer.arm()
         if self.pipeline:  # queued behind an answer in progress; reading is paused
             self._phase, self.deadline = _QUEUED, math.inf
         else:
@@ -277,6 +341,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         # uvicorn's own, with the keep-alive timer replaced by a deadline.
+        self._writer.flush()  # an answer's last write has gone: nothing may stay held
         self.server_state.total_requests += 1
         if self.transport.is_closing():
             return

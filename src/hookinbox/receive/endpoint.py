@@ -19,13 +19,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import orjson
-import structlog
 from starlette.types import Receive, Scope, Send
 
 from hookinbox.errors import HookinboxError, PayloadTooLarge
 from hookinbox.http.errors import INTERNAL, RETRY_AFTER_SECONDS, unexpected_error_fields
 from hookinbox.ids import new_request_id
-from hookinbox.logs import get_logger
+from hookinbox.logs import REQUEST_ID, get_logger
 from hookinbox.verify.base import QUERY
 
 if TYPE_CHECKING:
@@ -114,10 +113,10 @@ class WebhookEndpoint:
         query = scope.get("query_string", b"")
         if query:
             headers[QUERY] = query.decode("latin-1")
-        offered = headers.get("x-request-id", "")
+        offered = headers.get("x-request-id")
         # A caller's request id is logged only when it looks like an id, never as free text.
-        request_id = offered if _REQUEST_ID.fullmatch(offered) else new_request_id()
-        structlog.contextvars.bind_contextvars(request_id=request_id)
+        request_id = offered if offered and _REQUEST_ID.fullmatch(offered) else new_request_id()
+        bound = REQUEST_ID.set(request_id)
         try:
             body = await read_body(receive, headers, receiver.max_body_bytes(source))
             receipt = await receiver.receive(source, body, headers)
@@ -142,7 +141,7 @@ class WebhookEndpoint:
             await send_json(send, 500, {"error": INTERNAL})
             return
         finally:
-            structlog.contextvars.unbind_contextvars("request_id")
+            REQUEST_ID.reset(bound)
         receiver.metrics.delivery_answered(source, outcome, started)
         if receipt.preset is not None:
             await send_preset(send, receipt)

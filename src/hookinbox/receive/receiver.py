@@ -276,10 +276,13 @@ class Receiver:
             body_sha256=body_sha256,
             jobs=len(routes) if reservation.outcome == "accepted" else 0,
         )
+        # Positional (status, delivery id, conflict, event id, challenge, preset): keywords
+        # cost a dict per delivery.
         return Receipt(
             reservation.outcome,
             reservation.delivery_id,
-            conflict=reservation.conflict,
-            event_id=event.event_id,
-            preset=self._answers[source_name],
+            reservation.conflict,
+            event.event_id,
+            None,
+            self._answers[source_name],
         )

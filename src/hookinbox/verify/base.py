@@ -10,6 +10,7 @@ configured secret and every offered signature. The clock is passed in, never rea
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -101,6 +102,37 @@ def check_timestamp(stamp: str, *, now: float, tolerance_seconds: int) -> int:
     return timestamp
 
 
+#: XOR of each byte with HMAC's inner and outer pad bytes, as translation tables.
+_INNER_PAD = bytes(x ^ 0x36 for x in range(256))
+_OUTER_PAD = bytes(x ^ 0x5C for x in range(256))
+_SHA256_BLOCK = 64
+
+
+class Sha256Hmac:
+    """HMAC-SHA256 (RFC 2104) under one key, for many messages: the key's inner and outer
+    SHA-256 states are hashed once, at start-up, and each message costs two copies of
+    them and two hashes. ``hmac.new`` and ``hmac.digest`` set up OpenSSL's HMAC anew on
+    every call, which took 3x as long as the hashing itself for a webhook-sized body
+    (7.7 and 6.4 us against 2.2 us for 360 bytes, OpenSSL 3.0). The digest is the same
+    bytes (tests/verify's known-answer vectors)."""
+
+    __slots__ = ("_inner", "_outer")
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) > _SHA256_BLOCK:
+            key = hashlib.sha256(key).digest()
+        key = key.ljust(_SHA256_BLOCK, b"\0")
+        self._inner = hashlib.sha256(key.translate(_INNER_PAD))
+        self._outer = hashlib.sha256(key.translate(_OUTER_PAD))
+
+    def digest(self, message: bytes) -> bytes:
+        inner = self._inner.copy()
+        inner.update(message)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return outer.digest()
+
+
 def any_digest_matches(offered: Sequence[bytes], expected: Sequence[bytes]) -> bool:
     """Whether any offered signature equals any expected one, in constant time per pair.
 
@@ -120,6 +152,7 @@ __all__ = [
     "MISSING",
     "QUERY",
     "BodyFormat",
+    "Sha256Hmac",
     "Signer",
     "VerifiedEvent",
     "Verifier",

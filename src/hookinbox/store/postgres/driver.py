@@ -230,13 +230,11 @@ class PostgresDriver(Driver):
                 if isinstance(exc.__cause__, asyncpg.DeadlockDetectedError):
                     continue
                 raise
-            for row in found:
-                if row["outcome"] != "notify":
-                    answers[row["request_id"]] = Reservation(
-                        outcome=row["outcome"],
-                        delivery_id=row["delivery_id"],
-                        conflict=bool(row["conflict"]),
-                        first_body_sha256=row["body_sha256"] or "",
+            # Columns in RESERVE's order; positional: keywords cost a dict per row.
+            for outcome, request_id, delivery_id, first_sha256, conflict in found:
+                if outcome != "notify":
+                    answers[request_id] = Reservation(
+                        outcome, delivery_id, bool(conflict), first_sha256 or ""
                     )
             pending = [item for item in pending if item.id not in answers]
         if pending:
