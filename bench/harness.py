@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -333,14 +334,12 @@ class Unavailable(Exception):
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def group_cpu_seconds(pgid: int) -> float | None:
-    """User + system CPU seconds of the live processes in process group ``pgid``."""
-    ticks = 0
-    found = False
+def _process_times() -> Iterator[tuple[bytes, int, int]]:
+    """(command name, process group, user + system clock ticks) of each live process."""
     try:
         entries = list(os.scandir("/proc"))
     except OSError:
-        return None
+        return
     for entry in entries:
         if not entry.name.isdigit():
             continue
@@ -349,36 +348,23 @@ def group_cpu_seconds(pgid: int) -> float | None:
                 data = f.read()
         except OSError:
             continue
+        name = data[data.index(b"(") + 1 : data.rindex(b")")]
         fields = data[data.rindex(b")") + 2 :].split()
         # fields[0] is /proc/PID/stat field 3 (state): pgrp is 5, utime 14, stime 15.
-        if int(fields[2]) == pgid:
-            found = True
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / _CLK_TCK if found else None
+        yield name, int(fields[2]), int(fields[11]) + int(fields[12])
+
+
+def group_cpu_seconds(pgid: int) -> float | None:
+    """User + system CPU seconds of the live processes in process group ``pgid``."""
+    ticks = [t for _, group, t in _process_times() if group == pgid]
+    return sum(ticks) / _CLK_TCK if ticks else None
 
 
 def postgres_cpu_seconds() -> float:
     """User + system CPU seconds of the live PostgreSQL server processes on this machine
     (``postgres``: backends, checkpointer, WAL writer ...): what the database spends, to
     set beside a client's own CPU."""
-    ticks = 0
-    try:
-        entries = list(os.scandir("/proc"))
-    except OSError:
-        return 0.0
-    for entry in entries:
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        if data[data.index(b"(") + 1 : data.rindex(b")")] != b"postgres":
-            continue
-        fields = data[data.rindex(b")") + 2 :].split()
-        ticks += int(fields[11]) + int(fields[12])
-    return ticks / _CLK_TCK
+    return sum(t for name, _, t in _process_times() if name == b"postgres") / _CLK_TCK
 
 
 class Proc:
