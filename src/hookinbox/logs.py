@@ -193,6 +193,12 @@ def exception_fields(exc: BaseException) -> dict[str, str]:
 
 #: How long a library's message may be in a line (its first line only).
 _LIBRARY_MESSAGE_CHARS = 200
+#: At most one line per library logger and message in this many seconds; the next line
+#: after a pause says how many were left out. A sender can make uvicorn log a warning
+#: per malformed request, as fast as it can send them.
+LIBRARY_LINE_INTERVAL_SECONDS = 1.0
+#: Distinct (logger, message) pairs remembered before the memory starts over.
+_LIBRARY_KEYS = 1024
 
 
 class _LibraryRecords(logging.Handler):
@@ -201,15 +207,30 @@ class _LibraryRecords(logging.Handler):
     for an exception its class and where it was raised. Not the arguments, the exception's
     text or a traceback: any of them can quote a payload, a header or a connection string.
     asyncpg, for one, logs a traceback each time its pool fails to reconnect while the
-    database is down; without this, that is what an operator's log pipeline would get."""
+    database is down; without this, that is what an operator's log pipeline would get.
+    The same record is written at most once per :data:`LIBRARY_LINE_INTERVAL_SECONDS`
+    (``logging`` calls ``emit`` under the handler's lock, from any thread)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: (logger, message) -> when its last line was written, records left out since.
+        self._last: dict[tuple[str, str], tuple[float, int]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             template = record.msg if isinstance(record.msg, str) else type(record.msg).__name__
-            fields: dict[str, Any] = {
-                "logger": record.name,
-                "message": template.strip().split("\n", 1)[0][:_LIBRARY_MESSAGE_CHARS],
-            }
+            message = template.strip().split("\n", 1)[0][:_LIBRARY_MESSAGE_CHARS]
+            fields: dict[str, Any] = {"logger": record.name, "message": message}
+            key, now = (record.name, message), time.monotonic()
+            last = self._last.get(key)
+            if last is not None and now - last[0] < LIBRARY_LINE_INTERVAL_SECONDS:
+                self._last[key] = (last[0], last[1] + 1)
+                return
+            if last is not None and last[1]:
+                fields["suppressed"] = last[1]
+            if len(self._last) >= _LIBRARY_KEYS:
+                self._last.clear()
+            self._last[key] = (now, 0)
             if record.exc_info is not None and record.exc_info[1] is not None:
                 fields.update(exception_fields(record.exc_info[1]))
             line = _library_log.error if record.levelno >= logging.ERROR else _library_log.warning

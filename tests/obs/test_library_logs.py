@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from hookinbox.logs import LIBRARY_LINE_INTERVAL_SECONDS
 from tests.server.support import answer_to, status_of
 from tests.server.test_serve_limits import write_config
 from tests.support.processes import REPO, HookinboxProcess, free_port, hookinbox_env
@@ -21,17 +23,28 @@ from tests.support.signing import SECRET, SECRET_ENV
 #: arguments and in the exception's text.
 POOL_RECORD = """\
 import logging
-from hookinbox.logs import configure_logging
+import time
+from hookinbox.logs import LIBRARY_LINE_INTERVAL_SECONDS, configure_logging
 
 configure_logging("json", "{level}", capture_libraries=True)
-try:
-    raise ConnectionRefusedError("connect to CANARY-dsn failed")
-except ConnectionRefusedError:
-    logging.getLogger("asyncpg.pool").warning(
-        "Failed to restore the pool connection floor; retrying %s", "CANARY-arg", exc_info=True
-    )
+
+
+def pool_failed():
+    try:
+        raise ConnectionRefusedError("connect to CANARY-dsn failed")
+    except ConnectionRefusedError:
+        logging.getLogger("asyncpg.pool").warning(
+            "Failed to restore the pool connection floor; retrying %s", "CANARY-arg",
+            exc_info=True,
+        )
+
+
+for _ in range(50):  # a burst: one line, the rest counted
+    pool_failed()
 logging.getLogger("httpcore.http11").debug("receive_response_headers CANARY-debug")
 logging.getLogger("asyncio").error("Task exception was never retrieved\\nCANARY-second-line")
+time.sleep(LIBRARY_LINE_INTERVAL_SECONDS + 0.05)
+pool_failed()
 """
 
 
@@ -52,23 +65,25 @@ def test_a_library_record_with_a_traceback_is_one_json_line_without_it(level: st
     )
     assert "CANARY" not in done.stderr + done.stdout
     assert "Traceback" not in done.stderr
-    pool, task = json_lines(done.stderr)  # the debug record is below what is captured
+    # The debug record is below what is captured; of the burst, one line.
+    pool, task, pool_again = json_lines(done.stderr)
     assert pool == {
         "component": "library",
         "logger": "asyncpg.pool",
         "message": "Failed to restore the pool connection floor; retrying %s",
         "exception": "ConnectionRefusedError",
-        "at": "<string>:6",
+        "at": "<string>:10",
         "event": "library_log",
         "level": "warning",
         "timestamp": pool["timestamp"],
     }
     assert (task["logger"], task["level"]) == ("asyncio", "error")
     assert task["message"] == "Task exception was never retrieved"
+    assert pool_again == {**pool, "suppressed": 49, "timestamp": pool_again["timestamp"]}
 
 
 @pytest.mark.slow
-async def test_serve_logs_a_malformed_request_as_a_json_line(tmp_path: Path) -> None:
+async def test_serve_logs_malformed_requests_as_a_json_line_not_one_each(tmp_path: Path) -> None:
     port = free_port()
     config = write_config(tmp_path / "c.toml", f"sqlite:///{tmp_path}/h.db", port)
     server = HookinboxProcess(
@@ -78,13 +93,17 @@ async def test_serve_logs_a_malformed_request_as_a_json_line(tmp_path: Path) -> 
     ).start()
     try:
         server.wait_healthy(f"http://127.0.0.1:{port}", timeout=30)
-        answer = await answer_to(port, b"CANARY \x00\x01 not http\r\n\r\n")
+        started = time.monotonic()
+        answers = [await answer_to(port, b"CANARY \x00\x01 not http\r\n\r\n") for _ in range(20)]
+        elapsed = time.monotonic() - started
     finally:
         server.stop()
-    assert status_of(answer) == 400
+    assert {status_of(answer) for answer in answers} == {400}
     output = server.output()
     assert "CANARY" not in output
     refused = [line for line in json_lines(output) if line["event"] == "library_log"]
-    assert [(line["logger"], line["message"]) for line in refused] == [
+    # One line a second at most, however fast the sender is refused.
+    assert 1 <= len(refused) <= 1 + elapsed / LIBRARY_LINE_INTERVAL_SECONDS
+    assert {(line["logger"], line["message"]) for line in refused} == {
         ("uvicorn.error", "Invalid HTTP request received.")
-    ]
+    }
