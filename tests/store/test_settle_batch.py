@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from hookinbox.errors import HookinboxError
-from hookinbox.store import AttemptDetail, Settlement, Store, open_store_for
+from hookinbox.store import AttemptDetail, ClaimedJob, Settlement, Store, open_store_for
 from tests.store.test_contract import new_delivery
 
 
@@ -171,7 +171,9 @@ async def test_two_workers_settling_and_claiming_in_one_call_run_each_job_once(
 ) -> None:
     """Two stores (two pools, two writer threads on SQLite) turn at once, each settling
     what it ran and claiming more in one call: no job is leased twice, every job
-    completes once, with one attempt row."""
+    completes once, with one attempt row. Both hold leases before either turns (on
+    SQLite a claim waiting on the other writer's lock can otherwise find the queue
+    already drained, and the two would never overlap)."""
     stores = [open_store_for(db_url) for _ in range(2)]
     for s in stores:
         await s.open()
@@ -180,8 +182,7 @@ async def test_two_workers_settling_and_claiming_in_one_call_run_each_job_once(
         runs: Counter[str] = Counter()
         by_worker: Counter[str] = Counter()
 
-        async def work(store: Store, name: str) -> None:
-            jobs = await store.queue.claim_due_jobs(name, 8, 30)
+        async def work(store: Store, name: str, jobs: list[ClaimedJob]) -> None:
             while jobs:
                 runs.update(job.id for job in jobs)
                 by_worker[name] += len(jobs)
@@ -190,9 +191,12 @@ async def test_two_workers_settling_and_claiming_in_one_call_run_each_job_once(
                 answers, jobs = await store.queue.settle_and_claim(ended, name, 8, 30)
                 assert answers == [True] * len(ended)
 
-        await asyncio.gather(work(stores[0], "w1"), work(stores[1], "w2"))
+        first = [
+            await store.queue.claim_due_jobs(f"w{i + 1}", 8, 30) for i, store in enumerate(stores)
+        ]
+        await asyncio.gather(work(stores[0], "w1", first[0]), work(stores[1], "w2", first[1]))
         assert len(runs) == 150 and set(runs.values()) == {1}
-        assert by_worker["w1"] > 0 and by_worker["w2"] > 0
+        assert by_worker["w1"] >= 8 and by_worker["w2"] >= 8
         for job_id in runs:
             attempts = await stores[0].queue.list_attempts(job_id)
             assert [(a.number, a.outcome) for a in attempts] == [(1, "completed")]
