@@ -140,7 +140,9 @@ async def test_each_hung_job_times_out_at_its_own_deadline_and_no_other(db_url: 
             replace(new_delivery(f"sleep-{s}-{n}"), source="test", max_attempts=1)
             for n, s in enumerate(sleeps)
         ]
-        config = make_config(db_url, worker={"concurrency": 2, "job_timeout_seconds": 0.3})
+        # A timeout far above the quick jobs' 0.05 s (a loaded machine stalls the loop)
+        # and far below the hung ones' 5 s.
+        config = make_config(db_url, worker={"concurrency": 2, "job_timeout_seconds": 1.0})
         pool = WorkerPool(config, store, actions={("test", "a"): _Sleeps()}, name="w")
         stop = asyncio.Event()
         started = asyncio.get_running_loop().time()
@@ -153,7 +155,7 @@ async def test_each_hung_job_times_out_at_its_own_deadline_and_no_other(db_url: 
         finally:
             stop.set()
             await running
-        assert asyncio.get_running_loop().time() - started < 3
+        assert asyncio.get_running_loop().time() - started < 4.5  # no hung job ran its 5 s
         ended = [await store.queue.get_job(item.jobs[0].id) for item in items]
         assert [(job.state, job.last_error) if job else None for job in ended] == [
             ("completed", None),
