@@ -109,10 +109,16 @@ async def test_two_jobs_sharing_a_business_key_make_the_effect_once(
         )
         assert [a.json()["status"] for a in answers] == ["accepted", "accepted"]
 
-        async def both_done() -> bool:
-            return {"evt_call_a", "evt_call_b"} <= handlers.FINISHED
+        async def both_settled() -> bool:
+            # A job settles after its handler returns (the settle batch's own commit).
+            if not {"evt_call_a", "evt_call_b"} <= handlers.FINISHED:
+                return False
+            views = [
+                await inbox.store.journal.get_delivery(e) for e in ("evt_call_a", "evt_call_b")
+            ]
+            return all(v is not None and v.jobs[0].state != "processing" for v in views)
 
-        await wait_for(both_done, 20, "both jobs to finish")
+        await wait_for(both_settled, 20, "both jobs to finish and settle")
         views = [await inbox.store.journal.get_delivery(e) for e in ("evt_call_a", "evt_call_b")]
         jobs = [v.jobs[0] for v in views if v is not None]
         waited = max(jobs, key=lambda job: job.attempts)
