@@ -106,16 +106,9 @@ class Receiver:
             name: build_verifier(name, source) for name, source in config.sources.items()
         }
         self._answers = {name: preset_answer(source) for name, source in config.sources.items()}
-        # Headers that carry a credential and are not always left out of the kept ones
-        # (an api-key source's own header): dropped before anything is stored.
-        self._credentials = {
-            name: found
-            for name, source in config.sources.items()
-            if (
-                found := credential_headers(source)
-                - {"authorization", "proxy-authorization", "cookie"}
-            )
-        }
+        #: Every source's credential headers and the standard ones: dropped from every
+        #: delivery, whichever source receives it, before anything is stored.
+        self._credentials = credential_headers(config.sources)
         #: An ``hmac`` source's signature headers: kept and forwarded like a provider's.
         self._signature_headers = {
             name: found
@@ -222,11 +215,9 @@ class Receiver:
             return Receipt("challenge", challenge=event.challenge_response)
         # The edge, once the signature holds and before any store work (docs/edge.md).
         edge.check_event(event)
-        kept = edge.kept_headers(headers, self._signature_headers.get(source_name, frozenset()))
-        credentials = self._credentials.get(source_name)
-        if credentials:
-            for name in credentials:
-                kept.pop(name, None)
+        kept = edge.kept_headers(
+            headers, self._signature_headers.get(source_name, frozenset()), self._credentials
+        )
         if self.tracing.enabled:
             # The receive span's context crosses the queue with the delivery: the worker
             # continues this trace (hookinbox.tracing).

@@ -13,9 +13,9 @@ delays the 400: it runs after the answer, in the background.
 What is kept of the headers: the content type, the provider headers a delivery keeps
 (docs/edge.md: ``webhook-``, ``stripe-``, ``x-github-``...), the headers the source's
 scheme or fingerprint reads (an ``hmac`` source's signature, timestamp and id headers),
-and the query string (twilio signs it) -- minus every credential header
-(``Authorization``, cookies, an ``api-key`` source's key header), bounded as the edge
-bounds kept headers.
+and the query string (twilio signs it) -- minus every credential header of every source
+(``Authorization``, cookies, ``X-Api-Key``, any ``api-key`` source's key header, whichever
+source the refusal is for), bounded as the edge bounds kept headers.
 
 The retry is :mod:`hookinbox.receive.rejected_retry`.
 """
@@ -117,9 +117,8 @@ class RejectedKeeper:
         self._metrics = metrics
         self._clock = clock
         self._wanted = {name: read_headers(source) for name, source in config.sources.items()}
-        self._credentials = {
-            name: credential_headers(source) for name, source in config.sources.items()
-        }
+        #: Every source's credential headers and the standard ones, for every source.
+        self._credentials = credential_headers(config.sources)
         self._buckets: dict[str, _Bucket] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -145,7 +144,7 @@ class RejectedKeeper:
             body_sha256=hashlib.sha256(body).hexdigest(),
             body=body if fits else None,
             body_bytes=len(body),
-            headers=headers_to_keep(headers, self._wanted[source], self._credentials[source]),
+            headers=headers_to_keep(headers, self._wanted[source], self._credentials),
         )
         task = asyncio.get_running_loop().create_task(self._write(item, fits))
         self._tasks.add(task)

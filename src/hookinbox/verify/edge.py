@@ -64,11 +64,20 @@ def is_kept_header(name: str) -> bool:
     return name == "content-type" or name.startswith(KEPT_HEADER_PREFIXES)
 
 
-def kept_headers(headers: Mapping[str, str], also: frozenset[str] = frozenset()) -> dict[str, str]:
+def kept_headers(
+    headers: Mapping[str, str],
+    also: frozenset[str] = frozenset(),
+    never: frozenset[str] = frozenset(),
+) -> dict[str, str]:
     """The headers stored with a delivery and passed on by a forward, checked; an
     :class:`~hookinbox.errors.InvalidHeaders` when they are not what docs/edge.md says.
-    ``also``: the source's own signature headers (an ``hmac`` source's, lower-case)."""
-    kept = {k: v for k, v in headers.items() if k.startswith(KEPT_HEADER_PREFIXES) or k in also}
+    ``also``: the source's own signature headers (an ``hmac`` source's, lower-case);
+    ``never``: credential headers, left out even under a kept prefix."""
+    kept = {
+        k: v
+        for k, v in headers.items()
+        if (k.startswith(KEPT_HEADER_PREFIXES) or k in also) and k not in never
+    }
     if "content-type" in headers:
         kept["content-type"] = headers["content-type"]
     if len(kept) > MAX_KEPT_HEADERS:

@@ -8,7 +8,7 @@ secret itself.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -214,10 +214,34 @@ def signature_headers(source: Source) -> frozenset[str]:
     return frozenset(name for name in named if name)
 
 
-def credential_headers(source: Source) -> frozenset[str]:
-    """Headers that carry a credential for this source: never stored, logged or passed on
-    (a kept rejected delivery drops them too)."""
-    found = {"authorization", "proxy-authorization", "cookie"}
-    if source.scheme == "api-key":
-        found.add(credential_header(source.credentials, "api-key"))
+#: Headers that carry a credential whoever receives them: never stored, kept with a
+#: rejected delivery, or forwarded, by any source.
+STANDARD_CREDENTIAL_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "x-api-key",
+        "api-key",
+        "x-auth-token",
+        "x-access-token",
+    }
+)
+
+
+def credential_headers(sources: Mapping[str, Source]) -> frozenset[str]:
+    """Every header that is a credential for any source (an ``api-key`` source's key
+    header) plus the standard ones: dropped from every delivery of every source, since a
+    sender may send one source's credential to another. A ConfigError when a source
+    signs with one of them (its signature would be dropped from what it forwards)."""
+    found = set(STANDARD_CREDENTIAL_HEADERS)
+    for source in sources.values():
+        if source.scheme == "api-key":
+            found.add(credential_header(source.credentials, "api-key"))
+    for name, source in sources.items():
+        for header in sorted(signature_headers(source) & found):
+            raise ConfigError(
+                f"sources.{name}.hmac: {header!r} is a credential header (of a source or "
+                "a standard one), never kept or forwarded; the signature needs another"
+            )
     return frozenset(found)

@@ -87,11 +87,15 @@ class ForwardAction:
         *,
         tracing: Tracing = NOOP,
         gate: DestinationGate | None = None,
+        never: frozenset[str] = frozenset(),
     ) -> None:
         self._url = url
         self._timeout = timeout
         self._client = client
         self._tracing = tracing
+        #: Credential headers of every source: never passed on, even from a row stored
+        #: before one of them was configured.
+        self._never = never
         #: A ``[destinations.NAME]``'s rate, in-flight limit and circuit (or None).
         self._gate = gate
 
@@ -133,6 +137,7 @@ class ForwardAction:
         headers = {
             outbound.header_bytes(name): outbound.header_bytes(value)
             for name, value in event.headers.items()
+            if name not in self._never
         }
         headers[b"idempotency-key"] = job_id.encode()  # ids of our own: ASCII
         headers[b"x-hookinbox-delivery-id"] = event.delivery_id.encode()

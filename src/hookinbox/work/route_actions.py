@@ -18,6 +18,7 @@ from hookinbox.metrics import Metrics
 from hookinbox.resources.machine import build_machines
 from hookinbox.store import Store
 from hookinbox.tracing import NOOP, Tracing
+from hookinbox.verify.registry import credential_headers
 from hookinbox.work.actions import Action, ForwardAction, HandlerAction
 from hookinbox.work.destinations import DestinationGate
 from hookinbox.work.handlers import load_services
@@ -47,6 +48,7 @@ def build_actions(
         for name, destination in config.destinations.items()
         if store is not None
     }
+    never = credential_headers(config.sources)
     for name, source in config.sources.items():
         for index, route in enumerate(source.routes):
             where = f"sources.{name}.routes.{index}"
@@ -64,9 +66,10 @@ def build_actions(
                     client,
                     tracing=tracing,
                     gate=gates.get(route.destination),
+                    never=never,
                 )
                 continue
-            actions[(name, route.action)] = _build(route, where, client, services, tracing)
+            actions[(name, route.action)] = _build(route, where, client, services, tracing, never)
     return actions
 
 
@@ -76,12 +79,15 @@ def _build(
     client: httpx.AsyncClient,
     services: Mapping[str, Any],
     tracing: Tracing,
+    never: frozenset[str],
 ) -> Action:
     if route.handler is not None:
         where = f"{where}.handler"
         return HandlerAction(load_callable(route.handler, where), services, where=where)
     assert route.forward is not None
-    return ForwardAction(route.forward, route.forward_timeout_seconds, client, tracing=tracing)
+    return ForwardAction(
+        route.forward, route.forward_timeout_seconds, client, tracing=tracing, never=never
+    )
 
 
 def build_retry_policies(config: Config) -> dict[tuple[str, str], RetryPolicy]:
