@@ -32,6 +32,9 @@ The tree::
     ├── AmbiguousId                  ambiguous_id       HTTP 409, exit 2
     ├── Unauthenticated              unauthenticated    HTTP 401
     ├── Forbidden                    forbidden          HTTP 403
+    ├── InvalidLoginForm             invalid_form       HTTP 400 (the admin login's body)
+    │   ├── LoginFormTooLarge        form_too_large     HTTP 413
+    │   └── UnsupportedLoginForm     unsupported_form   HTTP 415
     └── ActionError                  (its own code)     a failed attempt of a job
         └── TargetAnswered           http_<status>      a forward's non-2xx answer
 
@@ -268,6 +271,27 @@ class Forbidden(HookinboxError):
 
     code = "forbidden"
     http_status = 403
+
+
+class InvalidLoginForm(HookinboxError):
+    """The login form is not urlencoded UTF-8 holding the login's few fields."""
+
+    code = "invalid_form"
+    http_status = 400
+
+
+class LoginFormTooLarge(InvalidLoginForm):
+    """The login form is larger than the admin reads."""
+
+    code = "form_too_large"
+    http_status = 413
+
+
+class UnsupportedLoginForm(InvalidLoginForm):
+    """The login form must be application/x-www-form-urlencoded, in UTF-8."""
+
+    code = "unsupported_form"
+    http_status = 415
 
 
 class ActionError(HookinboxError):

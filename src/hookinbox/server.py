@@ -474,6 +474,7 @@ def uvicorn_config(
         log_config=None,
         access_log=False,
         server_header=False,
+        proxy_headers=False,  # the app reads X-Forwarded-For ([server] forwarded_allow_ips)
         **kwargs,
     )
 

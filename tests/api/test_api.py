@@ -18,8 +18,8 @@ from hookinbox.store import Store
 from tests.support.inbox import make_config
 from tests.support.journal import add_delivery, settle_all
 
-READ = "reader-token-0123456789abcdef"
-OPERATE = "operator-token-0123456789abcdef"
+READ = "reader-token-0123456789abcdef-0123456789"
+OPERATE = "operator-token-0123456789abcdef-0123456789"
 TOKENS = f"ci:read:{READ}, oncall:operate:{OPERATE}"
 
 
@@ -199,6 +199,7 @@ def test_tokens_are_named_scoped_long_and_never_echoed() -> None:
     assert READ not in repr(ci)
     for bad in (
         "ci:read:short",
+        "ci:read:" + "x" * 31,
         "ci:admin:" + READ,
         "c i:read:" + READ,
         f"a:read:{READ} a:read:{OPERATE}",

@@ -173,7 +173,8 @@ async def test_the_admin_lists_and_resolves_a_rejected_transition(
 async def test_the_api_lists_and_resolves_a_rejected_transition_with_an_operate_token(
     db_url: str, client: httpx.AsyncClient
 ) -> None:
-    read, operate = "reader-token-0123456789abcdef", "operator-token-0123456789abcdef"
+    read = "reader-token-0123456789abcdef-0123456789"
+    operate = "operator-token-0123456789abcdef-0123"
     config = review_config(db_url)
     async with running_inbox(config) as inbox:
         task_id = await queued_then_late_queued(inbox, client)

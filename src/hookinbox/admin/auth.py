@@ -4,14 +4,16 @@
   (HttpOnly, SameSite=Strict, path ``/admin``, Secure over https). The session is
   ``id.expiry.name.mac``, signed with a key derived from the token: every process with
   the same token accepts it, and changing the token ends every session. Nothing of the
-  token is in the cookie.
+  token is in the cookie. The name may hold dots (an e-mail address): the id, the expiry
+  and the MAC never do, so the cookie is read from both ends.
+- The token has at least :data:`MIN_ADMIN_TOKEN_LENGTH` characters; a shorter one stops
+  the start-up (:func:`admin_token`).
 - ``POST /admin/logout`` revokes the session's id (:class:`Revocations`) until its
   expiry, so a copied cookie dies with the logout, not twelve hours later. The admin
   keeps them in the store (:class:`StoreRevocations`), so a logout holds in every
   process and host; :class:`MemoryRevocations` is the in-process alternative.
-- Failed logins are rate-limited (:class:`LoginLimiter`): a few per client address per
-  minute and a few dozen overall, then 429 with ``Retry-After`` without comparing the
-  token at all.
+- The login form and its throttle are :mod:`hookinbox.admin.login`: a bounded reader of
+  a small urlencoded form, and a per-address budget that only wrong tokens fill.
 - Every state-changing action is a POST carrying a CSRF token derived from the session
   (a per-session HMAC); a GET never changes anything. An action that ran answers 303 to
   a GET page (post/redirect/get), with its outcome as a flash message signed for the
@@ -29,22 +31,42 @@ import hmac
 import re
 import secrets
 import time
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from starlette.requests import Request
+
+from hookinbox.admin.login import token_digest
+from hookinbox.errors import ConfigError
 
 if TYPE_CHECKING:
     from hookinbox.store.admin_sessions import AdminSessions
 
 ADMIN_TOKEN_ENV = "HOOKINBOX_ADMIN_TOKEN"
+#: A shorter admin token is refused at start-up.
+MIN_ADMIN_TOKEN_LENGTH = 32
 COOKIE = "hookinbox_admin"
 SESSION_SECONDS = 12 * 3600
 _NAME = re.compile(r"[^A-Za-z0-9_.@-]")
+#: A name as :func:`clean_name` leaves it.
+_CLEAN_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,40}")
 _SESSION_ID = re.compile(r"[0-9a-f]{16}")
 #: A session's expiry: unix seconds, ASCII digits (counted before int() runs).
 _EXPIRY = re.compile(r"[0-9]{1,12}")
+
+
+def admin_token(environ: Mapping[str, str]) -> str | None:
+    """The admin token of ``environ``, None when the admin is off; ConfigError naming the
+    variable when it is too short to be out of a guesser's reach."""
+    token = environ.get(ADMIN_TOKEN_ENV, "")
+    if not token:
+        return None
+    if len(token) < MIN_ADMIN_TOKEN_LENGTH:
+        raise ConfigError(
+            f"{ADMIN_TOKEN_ENV}: the admin token needs {MIN_ADMIN_TOKEN_LENGTH}+ characters "
+            "(e.g. openssl rand -hex 32)"
+        )
+    return token
 
 
 def clean_name(value: object) -> str:
@@ -105,74 +127,19 @@ class MemoryRevocations:
         return until is not None and until > self._clock()
 
 
-class LoginLimiter:
-    """Failed logins allowed per client address and overall, in a sliding window.
-
-    In-process: each process counts its own (a client spreading attempts over N
-    processes gets N times the budget, still a few hundred guesses an hour against a
-    token of 20+ random characters). Addresses are forgotten once their window passes,
-    and at most ``max_clients`` are tracked."""
-
-    def __init__(
-        self,
-        *,
-        per_client: int = 5,
-        overall: int = 50,
-        window_seconds: float = 60.0,
-        max_clients: int = 10_000,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._per_client = per_client
-        self._overall = overall
-        self._window = window_seconds
-        self._max_clients = max_clients
-        self._clock = clock
-        self._clients: dict[str, deque[float]] = {}
-        self._all: deque[float] = deque()
-
-    def _trim(self, times: deque[float], now: float) -> None:
-        while times and times[0] <= now - self._window:
-            times.popleft()
-
-    def retry_after(self, client: str) -> int:
-        """Seconds until ``client`` may try again; 0 when it may now."""
-        now = self._clock()
-        self._trim(self._all, now)
-        times = self._clients.get(client)
-        if times is not None:
-            self._trim(times, now)
-        waits = []
-        if len(self._all) >= self._overall:
-            waits.append(self._all[0] + self._window - now)
-        if times is not None and len(times) >= self._per_client:
-            waits.append(times[0] + self._window - now)
-        return max(1, int(max(waits)) + 1) if waits else 0
-
-    def failed(self, client: str) -> None:
-        now = self._clock()
-        self._all.append(now)
-        times = self._clients.get(client)
-        if times is None:
-            if len(self._clients) >= self._max_clients:
-                stale = now - self._window
-                for key in [k for k, t in self._clients.items() if not t or t[-1] <= stale]:
-                    del self._clients[key]
-            if len(self._clients) >= self._max_clients:
-                self._clients.pop(next(iter(self._clients)))
-            times = self._clients[client] = deque()
-        times.append(now)
-
-
 class Sessions:
     """Signed sessions, their revocation and their CSRF tokens."""
 
     def __init__(self, token: str, revocations: Revocations | None = None) -> None:
         self._token = token.encode()
         self._key = hashlib.sha256(b"hookinbox-admin-session:" + self._token).digest()
+        self._token_digest = token_digest(self._token)
         self.revocations: Revocations = revocations or MemoryRevocations()
 
-    def token_matches(self, offered: str) -> bool:
-        return hmac.compare_digest(offered.encode(), self._token)
+    def token_matches(self, offered: bytes) -> bool:
+        """Whether ``offered`` (the bytes the form carried) is the token, compared as
+        digests in constant time."""
+        return hmac.compare_digest(token_digest(offered), self._token_digest)
 
     def _mac(self, message: str) -> str:
         digest = hmac.new(self._key, message.encode(), hashlib.sha256).digest()
@@ -184,12 +151,18 @@ class Sessions:
 
     def _parse(self, cookie: str | None) -> tuple[str, int, str] | None:
         """``(session id, expiry, name)`` of a well-formed cookie with a valid MAC."""
-        if not cookie or cookie.count(".") != 3:
+        if not cookie or cookie.count(".") < 3 or not cookie.isascii():
             return None
-        sid, expiry, name, mac = cookie.split(".")
+        sid, expiry, rest = cookie.split(".", 2)
+        name, _, mac = rest.rpartition(".")
         valid = hmac.compare_digest(mac.encode(), self._mac(f"{sid}.{expiry}.{name}").encode())
         # Signed by us means well-formed by us; checked anyway, never int() of "²".
-        if not valid or not _SESSION_ID.fullmatch(sid) or not _EXPIRY.fullmatch(expiry):
+        if (
+            not valid
+            or not _SESSION_ID.fullmatch(sid)
+            or not _EXPIRY.fullmatch(expiry)
+            or not _CLEAN_NAME.fullmatch(name)
+        ):
             return None
         return sid, int(expiry), name
 
@@ -223,10 +196,6 @@ class Sessions:
 
     def signed(self, sid: str, purpose: str, value: str, mac: str) -> bool:
         return hmac.compare_digest(mac.encode(), self.sign(sid, purpose, value).encode())
-
-
-def client_address(request: Request) -> str:
-    return request.client.host if request.client is not None else "-"
 
 
 def base_path(request: Request) -> str:

@@ -40,19 +40,18 @@ from starlette.routing import Mount, Route
 
 from hookinbox import ops
 from hookinbox.admin.auth import (
-    ADMIN_TOKEN_ENV,
     COOKIE,
     SESSION_SECONDS,
-    LoginLimiter,
     Revocations,
     Sessions,
     StoreRevocations,
+    admin_token,
     base_path,
     clean_name,
-    client_address,
     safe_next,
     security_headers,
 )
+from hookinbox.admin.login import LoginLimiter, read_login_form
 from hookinbox.admin.presentation import (
     Flash,
     chart,
@@ -64,7 +63,8 @@ from hookinbox.admin.presentation import (
     timeline,
 )
 from hookinbox.config import Config
-from hookinbox.errors import AmbiguousId, HookinboxError, InvalidArgument
+from hookinbox.errors import AmbiguousId, HookinboxError, InvalidArgument, InvalidLoginForm
+from hookinbox.http.clients import ClientAddresses
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
 from hookinbox.ops.reads import (
@@ -116,6 +116,7 @@ class Admin:
         self.store = store
         self.sessions = Sessions(token, revocations or StoreRevocations(store.admin_sessions))
         self.logins = logins or LoginLimiter()
+        self.clients = ClientAddresses(config.server.forwarded_allow_ips)
         self.metrics = metrics
         self.views = views
         page = self._page
@@ -242,25 +243,41 @@ class Admin:
         return self._render(request, "login.html", next=safe_next(request))
 
     async def login(self, request: Request) -> Response:
-        client = client_address(request)
-        wait = self.logins.retry_after(client)
+        """The slot is taken before the body is read and the token compared, and given
+        back only for the right token (:mod:`hookinbox.admin.login`)."""
+        client = self.clients.of(request.scope)
+        wait = self.logins.take(client)
         if wait:
             log.warning("admin_login_throttled", retry_in_s=wait)
             response = self._render(
                 request, "login.html", status=429, next=safe_next(request), throttled=wait
             )
             response.headers["retry-after"] = str(wait)
+            response.headers["connection"] = "close"  # its body was never read
             return response
-        form = await request.form()
-        name = clean_name(form.get("name"))
-        if not self.sessions.token_matches(str(form.get("token", ""))):
-            self.logins.failed(client)
-            log.warning("admin_login_refused")
-            return self._render(
-                request, "login.html", status=401, next=safe_next(request), failed=True
-            )
+        succeeded = False
+        try:
+            try:
+                form = await read_login_form(request)
+            except InvalidLoginForm as exc:
+                log.warning("admin_login_refused", error=exc.code)
+                response = self._render(request, "error.html", status=exc.http_status, error=exc)
+                response.headers["connection"] = "close"  # the body may be partly unread
+                return response
+            if not self.sessions.token_matches(form.token):
+                log.warning("admin_login_refused", error="invalid_token")
+                return self._render(
+                    request, "login.html", status=401, next=safe_next(request), failed=True
+                )
+            succeeded = True
+        finally:
+            if succeeded:
+                self.logins.succeeded(client)
+            else:
+                self.logins.failed(client)
+        name = clean_name(form.name)
         log.info("admin_login", actor=f"admin:{name}")
-        response = RedirectResponse(base_path(request) + safe_next(request, form.get("next")), 303)
+        response = RedirectResponse(base_path(request) + safe_next(request, form.next), 303)
         response.set_cookie(
             COOKIE,
             self.sessions.issue(name),
@@ -617,8 +634,8 @@ def admin_routes(
 ) -> list[Mount]:
     """``[Mount("/admin", ...)]`` when ``HOOKINBOX_ADMIN_TOKEN`` is set, else nothing: the
     admin is off without a token."""
-    token = os.environ.get(ADMIN_TOKEN_ENV, "")
-    if not token:
+    token = admin_token(os.environ)
+    if token is None:
         return []
     admin = Admin(config, store, token, metrics=metrics, views=views)
     return [Mount("/admin", app=admin.app)]

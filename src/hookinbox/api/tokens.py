@@ -24,7 +24,7 @@ TOKENS_ENV = "HOOKINBOX_API_TOKENS"
 Scope = Literal["read", "operate"]
 SCOPES: tuple[Scope, ...] = ("read", "operate")
 #: A shorter token is refused at start-up: it could be guessed.
-MIN_TOKEN_LENGTH = 16
+MIN_TOKEN_LENGTH = 32
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 

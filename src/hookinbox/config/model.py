@@ -9,6 +9,7 @@ holds them (``secret_env``) and they are read only at the edge, by :meth:`Source
 from __future__ import annotations
 
 import fnmatch
+import ipaddress
 import os
 import re
 import tomllib
@@ -335,6 +336,22 @@ class Server(Frozen):
     #: Open client connections per server process; at the cap a new one replaces the
     #: oldest idle or still-arriving one, or is answered 503.
     max_connections: int = Field(default=512, ge=1, le=1_000_000)
+    #: Proxies whose ``X-Forwarded-For`` names the client (addresses or CIDR blocks,
+    #: ``["10.0.0.0/8"]``); from anyone else the header is ignored and the client is the
+    #: TCP peer. The admin login's throttle counts per client address, so set it when a
+    #: proxy stands in front of hookinbox (else every operator shares the proxy's budget).
+    forwarded_allow_ips: tuple[str, ...] = Field(default=(), max_length=256)
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        networks = []
+        for entry in value:
+            try:
+                networks.append(str(ipaddress.ip_network(entry.strip(), strict=False)))
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or a CIDR block") from None
+        return tuple(networks)
 
     @model_validator(mode="after")
     def _admin_port_apart(self) -> Server:
