@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -13,7 +15,13 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.support.processes import HookinboxProcess, free_port, hookinbox_env, wait_until
+from tests.support.processes import (
+    REPO,
+    HookinboxProcess,
+    free_port,
+    hookinbox_env,
+    wait_until,
+)
 from tests.support.signing import SECRET, SECRET_ENV, delivery
 from tests.support.target import RecordingTarget
 from tests.support.waiting import wait_for
@@ -96,3 +104,27 @@ async def test_another_sources_credential_header_is_never_stored_kept_or_forward
     (forwarded,) = target.requests
     assert forwarded["headers"]["webhook-id"] == "evt_cred"
     assert canary not in repr(forwarded)
+
+
+def test_a_source_signing_with_another_sources_key_header_stops_serve(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'database = "sqlite:///{tmp_path}/h.db"\n[server]\nport = {free_port()}\n'
+        f'[sources.keyed]\nscheme = "api-key"\nsecret_env = "{KEY_ENV}"\n'
+        '[sources.keyed.credentials]\nheader = "x-partner-key"\nid_pointer = "/id"\n'
+        f'[sources.signed]\nscheme = "hmac"\nsecret_env = "{SECRET_ENV}"\n'
+        '[sources.signed.hmac]\nheader = "x-partner-key"\nid_pointer = "/id"\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "hookinbox.cli", "serve", "--config", str(config)],
+        env=hookinbox_env({SECRET_ENV: SECRET, KEY_ENV: "k" * 32}),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "hookinbox: config_error: sources.signed.hmac: 'x-partner-key' is a credential header "
+        "(of a source or a standard one), never kept or forwarded; the signature needs another"
+    ]
