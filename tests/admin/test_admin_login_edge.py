@@ -2,7 +2,7 @@
 the body is bounded and refused before it is parsed, a refusal is never a 500, the
 throttle counts attempts still in flight and per real client address, failures from many
 addresses never lock out the right token, a name with dots stays logged in, and a short
-admin token stops the start-up."""
+admin or API token stops the start-up."""
 
 from __future__ import annotations
 
@@ -246,10 +246,13 @@ async def test_failures_from_many_addresses_slow_guessing_but_never_stop_the_rig
     assert page.status_code == 200 and "ana.maria@ops.example.com" in page.text
 
 
-def test_an_admin_token_shorter_than_32_characters_stops_serve_with_one_line(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("HOOKINBOX_ADMIN_TOKEN", "x" * 31), ("HOOKINBOX_API_TOKENS", "ci:read:" + "x" * 31)],
+)
+def test_a_token_shorter_than_32_characters_stops_serve_with_one_line(
+    tmp_path: Path, variable: str, value: str
 ) -> None:
-    variable, value = "HOOKINBOX_ADMIN_TOKEN", "x" * 31
     config = tmp_path / "c.toml"
     config.write_text(f'database = "sqlite:///{tmp_path}/h.db"\n[server]\nport = {free_port()}\n')
     done = subprocess.run(
