@@ -30,6 +30,7 @@ from hookinbox.http.metrics import StoreGauges, metrics_endpoint
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
 from hookinbox.ops.purge import run_purge_loop
+from hookinbox.ops.reads import run_receipt_flush
 from hookinbox.ops.reconcile import PIPELINE_CHECKS
 from hookinbox.ops.sources import PausedSources
 from hookinbox.ops.views import OperatorViews
@@ -113,7 +114,7 @@ class Inbox:
                     metrics_endpoint(self.metrics, self.store_gauges, self.store),
                     methods=["GET"],
                 ),
-                *admin_routes(config, self.store, self.metrics, self.views),
+                *admin_routes(config, self.store, self.metrics, self.views, self.receiver),
                 *api_routes(config, self.store, self.views),
             ],
             lifespan=self.lifespan,
@@ -136,6 +137,7 @@ class Inbox:
         self._ops_tasks = [
             asyncio.create_task(self.paused.run(self._stop)),
             asyncio.create_task(run_purge_loop(self.store, self.config, self._stop)),
+            asyncio.create_task(run_receipt_flush(self.store, self.metrics.receipts, self._stop)),
         ]
         log.info("inbox_started", sources=sorted(self.config.sources), workers=bool(self.workers))
 

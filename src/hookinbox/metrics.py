@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -47,7 +47,7 @@ from hookinbox.version import __version__
 
 log = get_logger("hookinbox.metrics")
 
-__all__ = ["CONTENT_TYPE_LATEST", "Metrics", "RecentCounts"]
+__all__ = ["CONTENT_TYPE_LATEST", "Metrics", "ReceiptTally"]
 
 #: The label for a delivery to a source name the config does not know.
 UNKNOWN_SOURCE = "_unknown"
@@ -85,38 +85,38 @@ def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
 
-class RecentCounts:
-    """Receipts per source, outcome and minute over the last hour, in this process.
+#: Answers the store already counts elsewhere (the journal) or that are no receipt.
+UNTALLIED = frozenset({"accepted", "challenge"})
 
-    The admin overview reads it for duplicates and refusals: a refused delivery is never
-    journaled (a flood of forged requests must not cause writes; only a bounded,
-    rate-limited copy of signature refusals is kept, see receive/rejected.py), so memory
-    is the only place every refusal can be counted cheaply; Prometheus keeps the long,
-    fleet-wide history from the counters."""
 
-    def __init__(self, minutes: int = 60) -> None:
-        self._minutes = minutes
-        self._buckets: deque[tuple[int, dict[tuple[str, str], int]]] = deque()
+class ReceiptTally:
+    """Answers per minute, source and outcome in this process, waiting to be added to
+    the store's counts (:meth:`take`, by the inbox every few seconds).
+
+    A refused delivery is never journaled (a flood of forged requests must not cause a
+    write each), so the counts of duplicates and refusals the admin shows come from
+    here: every process adds what it counted, one upsert per (minute, source,
+    outcome) and flush, and the store's sum is the same in every process and after a
+    restart. Accepted deliveries are counted from the journal instead."""
+
+    def __init__(self) -> None:
+        self._pending: dict[tuple[int, str, str], int] = defaultdict(int)
 
     def add(self, source: str, outcome: str, now: float | None = None) -> None:
+        if outcome in UNTALLIED:
+            return
         minute = int((time.time() if now is None else now) // 60)
-        if not self._buckets or self._buckets[-1][0] != minute:
-            self._buckets.append((minute, defaultdict(int)))
-            while self._buckets and self._buckets[0][0] <= minute - self._minutes:
-                self._buckets.popleft()
-        self._buckets[-1][1][(source, outcome)] += 1
+        self._pending[(minute, source, outcome)] += 1
 
-    def per_minute(self, now: float | None = None) -> list[tuple[int, dict[tuple[str, str], int]]]:
-        """``(minute since the epoch, {(source, outcome): count})`` within the window."""
-        oldest = int((time.time() if now is None else now) // 60) - self._minutes
-        return [(minute, dict(counts)) for minute, counts in self._buckets if minute > oldest]
+    def take(self) -> dict[tuple[int, str, str], int]:
+        """What was counted since the last take; forgotten here (see :meth:`put_back`)."""
+        taken, self._pending = dict(self._pending), defaultdict(int)
+        return taken
 
-    def totals(self, now: float | None = None) -> dict[tuple[str, str], int]:
-        result: dict[tuple[str, str], int] = defaultdict(int)
-        for _, counts in self.per_minute(now):
-            for key, value in counts.items():
-                result[key] += value
-        return dict(result)
+    def put_back(self, counts: dict[tuple[int, str, str], int]) -> None:
+        """Counts a flush could not write, to go with the next one."""
+        for key, value in counts.items():
+            self._pending[key] += value
 
 
 class BuildInfo(Collector):
@@ -151,7 +151,7 @@ class Metrics:
         disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry(auto_describe=True)
         self._sources = frozenset(sources)
-        self.recent = RecentCounts()
+        self.receipts = ReceiptTally()
         self._answered: dict[tuple[str, str], tuple[Any, Any]] = {}
         self._jobs: dict[tuple[str, str], _JobMetrics] = {}
         self._reasons: set[str] = set()
@@ -228,7 +228,7 @@ class Metrics:
             self._answered[(label, outcome)] = children
         children[0].inc()
         children[1].observe(time.perf_counter() - started)
-        self.recent.add(label, outcome)
+        self.receipts.add(label, outcome)
 
     def rejected_delivery(self, source: str, reason: str, kept: str) -> None:
         """A refusal for a signature or a timestamp, and whether a copy was kept."""

@@ -284,7 +284,8 @@ def chart(minutes: list[dict[str, int]]) -> dict[str, Any]:
     scale, with a y axis (0, half, peak per minute) and an x axis (a label every 15
     minutes, UTC). Drawn in a viewBox, so it scales to the page's width."""
     slot, bar, fail, height = 12, 7, 4, 100
-    left, bottom, top = 34, 18, 6
+    # Room for labels drawn up to 23 units high (a phone's page; see base.html).
+    left, bottom, top = 54, 30, 12
     peak = max(
         (max(sum(m.get(k, 0) for k in RECEIPTS), m.get("failed", 0)) for m in minutes),
         default=0,

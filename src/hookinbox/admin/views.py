@@ -75,6 +75,8 @@ from hookinbox.ops.reads import (
 )
 from hookinbox.ops.rejected import rejected_page
 from hookinbox.ops.search import clean_term, source_name
+from hookinbox.receive.receiver import Receiver
+from hookinbox.receive.rejected_retry import retry_rejected_many
 from hookinbox.store import JOB_STATES, Store
 
 log = get_logger("hookinbox.admin")
@@ -109,6 +111,7 @@ class Admin:
         *,
         metrics: Metrics,
         views: ops.OperatorViews,
+        receiver: Receiver,
         revocations: Revocations | None = None,
         logins: LoginLimiter | None = None,
     ) -> None:
@@ -119,6 +122,7 @@ class Admin:
         self.clients = ClientAddresses(config.server.forwarded_allow_ips)
         self.metrics = metrics
         self.views = views
+        self.receiver = receiver
         page = self._page
         act = self._action
         self.app = Starlette(
@@ -143,6 +147,7 @@ class Admin:
                 Route("/dead-letters/retry-matching", act(self.retry_matching), methods=["POST"]),
                 Route("/sources", page(self.sources), methods=["GET"]),
                 Route("/rejected", page(self.rejected), methods=["GET"]),
+                Route("/rejected/retry", act(self.retry_rejected), methods=["POST"]),
                 Route("/reviews", page(self.reviews), methods=["GET"]),
                 Route("/reviews/{id}/resolve", act(self.resolve_review), methods=["POST"]),
                 Route("/destinations", page(self.destinations), methods=["GET"]),
@@ -298,7 +303,7 @@ class Admin:
 
     # -- overview -----------------------------------------------------------------------
     async def overview(self, request: Request) -> Response:
-        seen = await overview(self.store, self.config, self.metrics.recent)
+        seen = await overview(self.store, self.config, self.metrics.receipts)
         as_of = datetime.fromtimestamp(seen.as_of, UTC)
         return self._render(
             request,
@@ -430,6 +435,7 @@ class Admin:
             reason=reason or "",
             max_selected=MAX_RETRY_SELECTED,
             max_matching=MAX_RETRY_MATCHING,
+            sources=sorted(self.config.sources),
         )
 
     async def retry_one(self, request: Request) -> Response:
@@ -437,10 +443,16 @@ class Admin:
         job_id = text_arg(form.get("one") or form.get("job_id"), "job id", max_length=MAX_REF)
         if job_id is None:
             raise InvalidArgument("no dead letter named")
-        request.state.back = "/dead-letters"
+        request.state.back = "/dead-letters"  # a refusal: nothing changed, say so there
         await ops.dlq_retry(self.store, self.config, job_id, actor=self._actor(request))
+        message = f"{job_id} retried: requeued, the workers run it again"
+        if form.get("from") == "list":
+            # From the dead letters' list: back to it, with its filters, so the next
+            # one is a tap away.
+            keep = {k: v for k in ("source", "reason") if (v := text_arg(form.get(k), k))}
+            return self._back(request, "/dead-letters", message, query=keep)
         delivery_id = job_id.rsplit(":", 1)[0]
-        return self._back(request, f"/deliveries/{quote(delivery_id)}", f"{job_id} retried")
+        return self._back(request, f"/deliveries/{quote(delivery_id)}", message)
 
     async def confirm_retry(self, request: Request) -> Response:
         """The selection of the dead letters page (a GET form: pressing Enter in it can
@@ -540,7 +552,7 @@ class Admin:
         return self._render(request, "destinations.html", destinations=rows)
 
     async def rejected(self, request: Request) -> Response:
-        """Kept rejected deliveries (read-only; retried from the CLI)."""
+        """Kept rejected deliveries, each with a Retry (the same as ``rejected retry``)."""
         q = request.query_params
         source = text_arg(q.get("source"), "source")
         before = text_arg(q.get("before"), "page", max_length=MAX_REF)
@@ -551,8 +563,31 @@ class Admin:
             keep = {"source": source} if source else {}
             older = urlencode({**keep, "before": page[-1].id})
         return self._render(
-            request, "rejected.html", rejected=page, totals=found.totals, older=older
+            request,
+            "rejected.html",
+            rejected=page,
+            totals=found.totals,
+            older=older,
+            source=source or "",
         )
+
+    async def retry_rejected(self, request: Request) -> Response:
+        """Check one kept delivery again with the current secrets (as the CLI's
+        ``rejected retry ID``); back to the list with the outcome."""
+        form = request.state.form
+        rejected_id = text_arg(form.get("id"), "rejected id", max_length=MAX_REF)
+        if rejected_id is None:
+            raise InvalidArgument("no rejected delivery named")
+        source = text_arg(form.get("source"), "source")
+        query = {"source": source} if source else {}
+        request.state.back = "/rejected"
+        (result,) = await retry_rejected_many(
+            self.receiver, self.store, ids=[rejected_id], actor=self._actor(request)
+        )
+        held = result.outcome in ("accepted", "duplicate")
+        text = f"{rejected_id}: {result.outcome}"
+        text += f" as {result.delivery_id}" if result.delivery_id else " (still refused)"
+        return self._back(request, "/rejected", text, problem=not held, query=query)
 
     # -- reviews ------------------------------------------------------------------------
     async def reviews(self, request: Request) -> Response:
@@ -630,14 +665,14 @@ def _path_name(request: Request) -> str:
 
 
 def admin_routes(
-    config: Config, store: Store, metrics: Metrics, views: ops.OperatorViews
+    config: Config, store: Store, metrics: Metrics, views: ops.OperatorViews, receiver: Receiver
 ) -> list[Mount]:
     """``[Mount("/admin", ...)]`` when ``HOOKINBOX_ADMIN_TOKEN`` is set, else nothing: the
     admin is off without a token."""
     token = admin_token(os.environ)
     if token is None:
         return []
-    admin = Admin(config, store, token, metrics=metrics, views=views)
+    admin = Admin(config, store, token, metrics=metrics, views=views, receiver=receiver)
     return [Mount("/admin", app=admin.app)]
 
 

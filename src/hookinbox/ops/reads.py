@@ -7,15 +7,17 @@ page needs. Lists are keyset pages (``before`` = the last id seen), never OFFSET
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from hookinbox.codes import error_code_of
 from hookinbox.config import Config
 from hookinbox.errors import NotFound
 from hookinbox.logs import get_logger
-from hookinbox.metrics import RecentCounts
+from hookinbox.metrics import UNTALLIED, ReceiptTally
 from hookinbox.store import DeadLetter, DeliveryView, Store, StoreGaugeReadings
 
 log = get_logger("hookinbox.ops")
@@ -88,55 +90,88 @@ class Overview:
     as_of: float = 0.0
 
 
+#: How often a serving process adds what it counted to the store's receipt counts.
+RECEIPT_FLUSH_SECONDS = 2.0
+
+
+async def flush_receipts(store: Store, tally: ReceiptTally) -> None:
+    """Add this process's counted answers to the store; kept for the next flush when the
+    store fails (then raised)."""
+    counts = tally.take()
+    try:
+        await store.receipts.add_receipt_counts(counts)
+    except BaseException:
+        tally.put_back(counts)
+        raise
+
+
+async def run_receipt_flush(
+    store: Store, tally: ReceiptTally, stop: asyncio.Event, interval: float = RECEIPT_FLUSH_SECONDS
+) -> None:
+    """The background flush of ``serve``, and a last one when it stops: the overview of
+    any process, and of this one after a restart, counts these answers."""
+    while True:
+        stopping = False
+        try:
+            await asyncio.wait_for(stop.wait(), interval)
+            stopping = True
+        except TimeoutError:
+            pass
+        try:
+            await flush_receipts(store, tally)
+        except Exception as exc:  # a bad moment of the store: the counts wait for the next
+            log.warning("receipt_flush_failed", error=error_code_of(exc))
+        if stopping:
+            return
+
+
 async def overview(
-    store: Store, config: Config, recent: RecentCounts, *, now: float | None = None
+    store: Store, config: Config, tally: ReceiptTally, *, now: float | None = None
 ) -> Overview:
-    """Accepted counts come from the journal (exact for every process); duplicates and
-    refusals from this process's memory, because a refused delivery is by design never
-    written to the store (a flood of forged requests must not cause writes). The queue
-    figures are read from the store now, not from a cache."""
+    """The last hour from the store, the same in every process and after a restart:
+    accepted deliveries from the journal, duplicates and refusals from the receipt
+    counts every process adds (this one's just now, the others' within
+    :data:`RECEIPT_FLUSH_SECONDS`). The queue figures are read now, not from a cache."""
     now = time.time() if now is None else now
+    await flush_receipts(store, tally)
     readings: StoreGaugeReadings = await store.reads.read_store_gauges()
     accepted: dict[str, int] = {}
     minutes: dict[int, dict[str, int]] = {}
+    first = int(now // 60) - 59
     for source, minute, count in await store.reads.deliveries_per_minute(
-        datetime.fromtimestamp(now - 3600, UTC)
+        datetime.fromtimestamp(first * 60, UTC)
     ):
         accepted[source] = accepted.get(source, 0) + count
         bucket = minutes.setdefault(minute, {})
         bucket["accepted"] = bucket.get("accepted", 0) + count
-    for minute, counts in recent.per_minute(now):
-        for (_, outcome), count in counts.items():
-            if outcome in ("accepted", "challenge"):
-                continue
-            kind = "duplicate" if outcome in ("duplicate", "conflict") else "rejected"
-            bucket = minutes.setdefault(minute, {})
-            bucket[kind] = bucket.get(kind, 0) + count
+    totals: dict[str, dict[str, int]] = {}
+    for minute, source, outcome, count in await store.receipts.receipt_counts_since(first):
+        if outcome in UNTALLIED or minute > first + 59:
+            continue
+        kind = "duplicate" if outcome in ("duplicate", "conflict") else "rejected"
+        bucket = minutes.setdefault(minute, {})
+        bucket[kind] = bucket.get(kind, 0) + count
+        mine = totals.setdefault(source, {})
+        mine[kind] = mine.get(kind, 0) + count
     for minute, count in await store.reads.failed_attempts_per_minute(
-        datetime.fromtimestamp(now - 3600, UTC)
+        datetime.fromtimestamp(first * 60, UTC)
     ):
         minutes.setdefault(minute, {})["failed"] = count
-    totals = recent.totals(now)
     rows = []
     for name in sorted(config.sources):
-        mine = {o: n for (s, o), n in totals.items() if s == name}
+        mine = totals.get(name, {})
         rows.append(
             SourceOverview(
                 name=name,
                 accepted=accepted.get(name, 0),
-                duplicate=mine.get("duplicate", 0) + mine.get("conflict", 0),
-                rejected=sum(
-                    n
-                    for o, n in mine.items()
-                    if o not in ("accepted", "duplicate", "conflict", "challenge")
-                ),
+                duplicate=mine.get("duplicate", 0),
+                rejected=mine.get("rejected", 0),
                 lag=readings.lag_seconds.get(name, 0.0),
                 depth=readings.queue_depth.get(name, 0),
                 dead=readings.dead_letters.get(name, 0),
                 paused=name in readings.paused_seconds,
             )
         )
-    first = int(now // 60) - 59
     chart: list[dict[str, Any]] = [
         {"minute": m, **minutes.get(m, {})} for m in range(first, first + 60)
     ]

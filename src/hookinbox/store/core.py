@@ -24,6 +24,7 @@ from hookinbox.store.notices import Notices
 from hookinbox.store.outbox import Outbox
 from hookinbox.store.queue import Queue
 from hookinbox.store.reads import Reads
+from hookinbox.store.receipts import ReceiptCounts
 from hookinbox.store.rejected import Rejected
 from hookinbox.store.resources import Resources
 from hookinbox.store.retention import Retention
@@ -51,6 +52,7 @@ class Store:
         self.resources = Resources(driver)
         self.outbox = Outbox(driver)
         self.reads = Reads(driver)
+        self.receipts = ReceiptCounts(driver)
         self.retention = Retention(driver)
         self.rejected = Rejected(driver)
         self.notices = Notices(driver)

@@ -1,0 +1,59 @@
+"""Webhook answers counted per minute, source and outcome, shared by every process.
+
+Each process counts its answers in memory (:class:`hookinbox.metrics.ReceiptTally`) and
+adds them here every few seconds, so the admin's "last hour" is the same in every
+process and survives a restart. The rows are counts, one per (minute, source,
+outcome): a flood of refused requests grows a count, never the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from hookinbox.store.sql import Sql, Tx, count, many
+
+if TYPE_CHECKING:
+    from hookinbox.store.driver import Driver
+
+#: Minutes of counts kept: the overview's hour, with room for a late flush.
+KEEP_MINUTES = 180
+
+_ADD = Sql(
+    "INSERT INTO receipt_counts (minute, source, outcome, answers)"
+    " VALUES (:minute, :source, :outcome, :answers)"
+    " ON CONFLICT (minute, source, outcome)"
+    " DO UPDATE SET answers = receipt_counts.answers + excluded.answers"
+)
+_FORGET = Sql("DELETE FROM receipt_counts WHERE minute < :oldest")
+_SINCE = Sql(
+    "SELECT minute, source, outcome, answers FROM receipt_counts"
+    " WHERE minute >= :first ORDER BY minute, source, outcome"
+)
+
+
+class ReceiptCounts:
+    def __init__(self, db: Driver) -> None:
+        self._db = db
+
+    async def add_receipt_counts(self, counts: Mapping[tuple[int, str, str], int]) -> None:
+        """Add ``{(minute since the epoch, source, outcome): count}`` in one transaction,
+        and forget minutes older than :data:`KEEP_MINUTES` before the newest."""
+        if not counts:
+            return
+        params = [
+            {"minute": m, "source": s, "outcome": o, "answers": n}
+            for (m, s, o), n in sorted(counts.items())
+        ]
+        oldest = max(m for m, _, _ in counts) - KEEP_MINUTES
+
+        def tx() -> Tx[None]:
+            yield many(_ADD, params)
+            yield count(_FORGET, oldest=oldest)
+
+        await self._db.run(tx())
+
+    async def receipt_counts_since(self, first_minute: int) -> list[tuple[int, str, str, int]]:
+        """``(minute, source, outcome, count)`` from ``first_minute`` on, oldest first."""
+        found = await self._db.rows(_SINCE, first=first_minute)
+        return [(int(r["minute"]), r["source"], r["outcome"], int(r["answers"])) for r in found]
