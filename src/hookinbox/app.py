@@ -115,7 +115,7 @@ class Inbox:
                     methods=["GET"],
                 ),
                 *admin_routes(config, self.store, self.metrics, self.views, self.receiver),
-                *api_routes(config, self.store, self.views),
+                *api_routes(config, self.store, self.views, receiver=self.receiver),
             ],
             lifespan=self.lifespan,
         )

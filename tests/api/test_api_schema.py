@@ -25,7 +25,7 @@ from tests.support.journal import add_delivery, settle_all
 #: keeps an explicit header. And a string the document allows may still be refused with a
 #: 400 for what a schema cannot say (a time that does not parse, an unknown source).
 EXCLUDED = [schemathesis.checks.ignored_auth, schemathesis.checks.positive_data_acceptance]
-#: Examples per operation, mode and store: 10 operations x 2 modes x 2 stores.
+#: Examples per operation, mode and store (every route of ROUTES, 2 modes, 2 stores).
 EXAMPLES = 10
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from hookinbox import ops
 from hookinbox.api.tokens import ApiToken
 from hookinbox.config import Config
+from hookinbox.receive.receiver import Receiver
 from hookinbox.store import Store
 
 
@@ -20,6 +21,8 @@ class Call:
     store: Store
     config: Config
     views: ops.OperatorViews
+    #: The inbox's receiver: a rejected delivery is retried through the normal path.
+    receiver: Receiver
     token: ApiToken
     path: Mapping[str, str]
     query: Any

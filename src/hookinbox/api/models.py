@@ -20,6 +20,10 @@ from hookinbox.ops.search import MAX_TERM
 MAX_API_RETRY = 1000
 #: The most rows one API page lists.
 MAX_PAGE = 500
+#: The most kept rejected deliveries one API retry checks again.
+MAX_REJECTED_RETRY = 1000
+#: The most rows of each kind one API purge deletes (call again for the rest).
+MAX_PURGE_ROWS = 100_000
 
 #: No control characters: neither a store's text nor an audit line holds one.
 PRINTABLE = r"^[^\u0000-\u001f\u007f-\u009f]*$"
@@ -34,6 +38,11 @@ When = Annotated[
     ),
 ]
 Status = Literal["accepted", "processing", "completed", "failed"]
+OutboxStateName = Literal["pending", "sending", "sent", "failed"]
+Duration = Annotated[
+    str,
+    Field(max_length=20, pattern=r"^\s*\d+(\.\d+)?\s*(ms|s|m|h|d|w)?\s*$"),
+]
 
 
 class _Input(BaseModel):
@@ -112,6 +121,50 @@ class ReplayRequest(_Input):
     action: Term | None = Field(None, description="Only this action's job")
     dry_run: bool = False
     force_effects: bool = Field(False, description="Supersede recorded effects: make them again")
+
+
+class RejectedQueryParams(_Input):
+    source: Term | None = None
+    all: bool = Field(False, description="Those a retry accepted too (by default not)")
+    before: Term | None = Field(None, description="The last id of the previous page")
+    limit: int = Field(50, ge=1, le=MAX_PAGE)
+
+
+class RejectedRetry(_Input):
+    ids: Annotated[list[Term], Field(min_length=1, max_length=100)] | None = Field(
+        None, description="These kept deliveries (or all: true)"
+    )
+    all: bool = Field(False, description="Every one not yet accepted, oldest first, to limit")
+    source: Term | None = Field(None, description="With all: only this source")
+    limit: int = Field(100, ge=1, le=MAX_REJECTED_RETRY)
+
+
+class OutboxQueryParams(_Input):
+    state: OutboxStateName | None = Field(None, description="failed: the dead letters")
+    kind: Term | None = None
+    limit: int = Field(50, ge=1, le=MAX_PAGE)
+
+
+class ResourceQueryParams(_Input):
+    kind: Term | None = None
+    tenant: Term | None = None
+    state: Term | None = None
+    before: Term | None = Field(None, description="The next_before of the previous page")
+    limit: int = Field(50, ge=1, le=MAX_PAGE)
+
+
+class PurgeRequest(_Input):
+    older_than: Duration | None = Field(
+        None,
+        description="The key retention (30d), or with payloads_only the payload retention; "
+        "the config's by default",
+    )
+    payloads_only: bool = Field(False, description="Drop only payloads, keep the journal")
+    batch: int | None = Field(None, ge=1, le=10_000, description="Rows per transaction")
+    max_rows: int = Field(
+        10_000, ge=1, le=MAX_PURGE_ROWS, description="The most rows of each kind this call deletes"
+    )
+    dry_run: bool = Field(True, description="The preview (the default): count, delete nothing")
 
 
 class PauseRequest(_Input):
@@ -288,3 +341,123 @@ class Reconciliation(_Output):
     clean: bool
     total: int
     findings: list[Finding]
+
+
+class RejectedRow(_Output):
+    id: str
+    source: str
+    reason: str
+    body_sha256: str
+    body_bytes: int
+    body_kept: bool
+    header_names: list[str]
+    first_seen_at: str | None
+    last_seen_at: str | None
+    seen: int
+    retried_at: str | None
+    retry_outcome: str | None
+    retry_delivery_id: str | None
+
+
+class RejectedTotal(_Output):
+    source: str
+    reason: str
+    rows: int
+    seen: int
+    stored_bytes: int
+
+
+class RejectedList(_Output):
+    rejected: list[RejectedRow]
+    totals: list[RejectedTotal]
+    next_before: str | None
+
+
+class RejectedRetryResult(_Output):
+    rejected_id: str
+    source: str
+    outcome: str = Field(description="accepted, duplicate, or the code it is still refused with")
+    delivery_id: str | None
+
+
+class RejectedRetryReport(_Output):
+    retried: int
+    accepted: int
+    still_refused: int
+    results: list[RejectedRetryResult]
+
+
+class OutboxRow(_Output):
+    key: str
+    kind: str
+    resource_id: str | None
+    state: OutboxStateName
+    attempts: int
+    last_error: str | None
+    next_attempt_at: str | None
+    created_at: str | None
+    updated_at: str | None
+    sent_at: str | None
+    failed_at: str | None
+
+
+class OutboxEntry(OutboxRow):
+    body: dict[str, Any]
+
+
+class OutboxList(_Output):
+    outbox: list[OutboxRow]
+
+
+class Resource(_Output):
+    resource_id: str
+    kind: str
+    tenant: str
+    owner: str
+    state: str
+    provider_ref: str | None
+    version: int
+    created_at: str | None
+    updated_at: str | None
+
+
+class Transition(_Output):
+    id: int
+    from_: str | None = Field(alias="from")
+    to: str | None
+    outcome: str
+    reason: str | None
+    delivery_id: str | None
+    job_id: str | None
+    event_type: str | None
+    event_time: str | None
+    outbox_key: str | None
+    at: str | None
+
+
+class ResourceList(_Output):
+    resources: list[Resource]
+    next_before: str | None
+
+
+class ResourceDetail(Resource):
+    transitions: list[Transition]
+
+
+class Transitions(_Output):
+    resource_id: str
+    transitions: list[Transition]
+
+
+class PurgeStep(_Output):
+    kind: Literal["payloads", "deliveries", "rejected"]
+    older_than_seconds: float
+    candidates: int
+    deleted: int
+    batches: int
+    held: int
+
+
+class PurgeReport(_Output):
+    dry_run: bool
+    steps: list[PurgeStep]

@@ -30,6 +30,7 @@ from hookinbox.api.call import Call
 from hookinbox.api.spec import RouteSpec, openapi_document
 from hookinbox.api.tokens import ApiToken, find_token, tokens_from
 from hookinbox.config import Config
+from hookinbox.config.fields import parse_duration
 from hookinbox.errors import (
     AmbiguousId,
     Forbidden,
@@ -41,7 +42,9 @@ from hookinbox.errors import (
 from hookinbox.http.errors import error_response, unexpected_error_fields
 from hookinbox.logs import get_logger
 from hookinbox.ops.search import clean_term
-from hookinbox.store import Store
+from hookinbox.receive.receiver import Receiver
+from hookinbox.receive.rejected_retry import retry_rejected_many
+from hookinbox.store import OutboxView, Store
 
 log = get_logger("hookinbox.api")
 
@@ -183,6 +186,101 @@ async def reconcile(call: Call) -> dict[str, Any]:
     return report.as_json()
 
 
+# -- rejected deliveries, the outbox, tracked resources, purge ---------------------------
+async def list_rejected(call: Call) -> dict[str, Any]:
+    q: models.RejectedQueryParams = call.query
+    found = await ops.rejected_page(
+        call.store, source=q.source, include_settled=q.all, before=q.before, limit=q.limit + 1
+    )
+    page = found.rejected[: q.limit]
+    more = len(found.rejected) > q.limit
+    return {
+        **ops.RejectedPage(page, found.totals).as_json(),
+        "next_before": page[-1].id if more else None,
+    }
+
+
+async def retry_rejected(call: Call) -> dict[str, Any]:
+    body: models.RejectedRetry | None = call.body
+    if body is None or bool(body.ids) == body.all:
+        raise InvalidArgument("name the rejected ids, or all: true (with limit, source)")
+    if body.source is not None and not body.all:
+        raise InvalidArgument("source goes with all: true")
+    results = await retry_rejected_many(
+        call.receiver,
+        call.store,
+        ids=list(dict.fromkeys(body.ids or ())) or None,
+        source=body.source,
+        limit=body.limit,
+        actor=call.actor,
+    )
+    accepted = sum(r.outcome in ("accepted", "duplicate") for r in results)
+    return {
+        "retried": len(results),
+        "accepted": accepted,
+        "still_refused": len(results) - accepted,
+        "results": [r.as_json() for r in results],
+    }
+
+
+def _outbox_row(row: OutboxView) -> dict[str, Any]:
+    """A row of a list: everything but the body (``GET /outbox/{key}`` has it)."""
+    return {k: v for k, v in row.as_json().items() if k != "body"}
+
+
+async def list_outbox(call: Call) -> dict[str, Any]:
+    q: models.OutboxQueryParams = call.query
+    rows = await ops.list_outbox(call.store, state=q.state, kind=q.kind, limit=q.limit)
+    return {"outbox": [_outbox_row(r) for r in rows]}
+
+
+async def show_outbox(call: Call) -> dict[str, Any]:
+    return (await ops.show_outbox(call.store, call.path["key"])).as_json()
+
+
+async def resend_outbox(call: Call) -> dict[str, Any]:
+    row = await ops.resend_outbox(
+        call.store, call.path["key"], actor=call.actor, command="outbox-resend"
+    )
+    return row.as_json()
+
+
+async def list_resources(call: Call) -> dict[str, Any]:
+    q: models.ResourceQueryParams = call.query
+    found = await ops.list_resources(
+        call.store, kind=q.kind, tenant=q.tenant, state=q.state, before=q.before, limit=q.limit
+    )
+    return found.as_json()
+
+
+async def show_resource(call: Call) -> dict[str, Any]:
+    return (await ops.show_resource(call.store, call.path["resource_id"])).as_json()
+
+
+async def resource_transitions(call: Call) -> dict[str, Any]:
+    resource_id = call.path["resource_id"]
+    log = await ops.resource_transitions(call.store, resource_id)
+    return {"resource_id": resource_id, "transitions": [t.as_json() for t in log]}
+
+
+async def purge(call: Call) -> dict[str, Any]:
+    body: models.PurgeRequest = call.body or models.PurgeRequest.model_validate({})
+    if not body.dry_run and not call.token.allows("operate"):
+        raise Forbidden("a purge needs the operate scope (a dry run needs read)")
+    older_than = parse_duration(body.older_than) if body.older_than is not None else None
+    report = await ops.purge(
+        call.store,
+        call.config,
+        older_than=older_than,
+        payloads_only=body.payloads_only,
+        batch=body.batch,
+        dry_run=body.dry_run,
+        max_rows=body.max_rows,
+        actor=call.actor,
+    )
+    return report.as_json()
+
+
 ROUTES: list[RouteSpec] = [
     RouteSpec(
         "GET",
@@ -317,6 +415,107 @@ ROUTES: list[RouteSpec] = [
         reconcile,
         query=models.ReconcileParams,
     ),
+    RouteSpec(
+        "GET",
+        "/rejected",
+        "listRejected",
+        "Deliveries refused for their signature or timestamp and kept for a retry (newest "
+        "first), with totals per source and reason; ids, codes and sizes, never a body",
+        "read",
+        models.RejectedList,
+        list_rejected,
+        query=models.RejectedQueryParams,
+    ),
+    RouteSpec(
+        "POST",
+        "/rejected/retry",
+        "retryRejected",
+        "Check kept deliveries again with the current secrets, as of when each was received, "
+        "through the normal path (ids, or all up to a limit)",
+        "operate",
+        models.RejectedRetryReport,
+        retry_rejected,
+        body=models.RejectedRetry,
+        errors=(404,),
+        writes=True,
+    ),
+    RouteSpec(
+        "GET",
+        "/outbox",
+        "listOutbox",
+        "Notifications of tracked resources, newest first (state=failed: the dead letters)",
+        "read",
+        models.OutboxList,
+        list_outbox,
+        query=models.OutboxQueryParams,
+    ),
+    RouteSpec(
+        "GET",
+        "/outbox/{key}",
+        "showOutbox",
+        "One outbox row with its body",
+        "read",
+        models.OutboxEntry,
+        show_outbox,
+        errors=(404,),
+    ),
+    RouteSpec(
+        "POST",
+        "/outbox/{key}/resend",
+        "resendOutbox",
+        "Send one notification again from its existing row (same key, same body); the "
+        "resource is not touched",
+        "operate",
+        models.OutboxEntry,
+        resend_outbox,
+        errors=(404, 409),
+        writes=True,
+    ),
+    RouteSpec(
+        "GET",
+        "/resources",
+        "listResources",
+        "Tracked resources, newest first",
+        "read",
+        models.ResourceList,
+        list_resources,
+        query=models.ResourceQueryParams,
+    ),
+    RouteSpec(
+        "GET",
+        "/resources/{resource_id}",
+        "showResource",
+        "One tracked resource with its transition log",
+        "read",
+        models.ResourceDetail,
+        show_resource,
+        errors=(404,),
+    ),
+    RouteSpec(
+        "GET",
+        "/resources/{resource_id}/transitions",
+        "listTransitions",
+        "A tracked resource's transition log, oldest first: applied, rejected (with the "
+        "reason), created, attached",
+        "read",
+        models.Transitions,
+        resource_transitions,
+        errors=(404,),
+    ),
+    RouteSpec(
+        "POST",
+        "/purge",
+        "purge",
+        "Delete payloads, old journal keys and old rejected copies in bounded batches, at "
+        "most max_rows of each per call (never dead letters); dry_run (the default) counts "
+        "(read scope suffices)",
+        "read",
+        models.PurgeReport,
+        purge,
+        body=models.PurgeRequest,
+        errors=(409,),
+        writes=True,
+    ),
 ]
 
 
@@ -364,8 +563,11 @@ class Api:
         tokens: tuple[ApiToken, ...],
         *,
         views: ops.OperatorViews,
+        receiver: Receiver | None = None,
     ) -> None:
         self.config = config
+        #: Rejected deliveries are retried through it (the inbox's, or one of its own).
+        self.receiver = receiver or Receiver(config, store)
         self.store = store
         self.tokens = tokens
         self.views = views
@@ -401,6 +603,7 @@ class Api:
                     store=self.store,
                     config=self.config,
                     views=self.views,
+                    receiver=self.receiver,
                     token=token,
                     path=path,
                     query=_validated(spec.query, dict(request.query_params)),
@@ -431,13 +634,15 @@ def api_routes(
     store: Store,
     views: ops.OperatorViews,
     environ: Mapping[str, str] | None = None,
+    *,
+    receiver: Receiver | None = None,
 ) -> list[Mount]:
     """``[Mount("/api/v1", ...)]`` when ``HOOKINBOX_API_TOKENS`` names tokens, else
     nothing: the API is off without one."""
     tokens = tokens_from(os.environ if environ is None else environ)
     if not tokens:
         return []
-    mount = Mount("/api/v1", app=Api(config, store, tokens, views=views).app)
+    mount = Mount("/api/v1", app=Api(config, store, tokens, views=views, receiver=receiver).app)
     # A path holding a newline is still the API's (to answer 400 in JSON), not the
     # outer app's plain-text 404: Starlette's "(?P<path>.*)" stops at a newline.
     mount.path_regex = re.compile(mount.path_regex.pattern, re.DOTALL)

@@ -80,6 +80,7 @@ def purge(
                 batch=batch,
                 dry_run=dry_run,
                 progress=advance,
+                actor=ops.default_actor(),
             )
 
     try:

@@ -22,9 +22,8 @@ from hookinbox.cli.common import (
     reports_errors,
     run,
 )
-from hookinbox.errors import NotFound
 from hookinbox.ops.actor import default_actor
-from hookinbox.ops.outbox import resend_outbox
+from hookinbox.ops.outbox import list_outbox, resend_outbox, show_outbox
 from hookinbox.store import (
     OUTBOX_STATES,
     OutboxView,
@@ -65,7 +64,7 @@ def outbox_list(
 
     async def go() -> list[OutboxView]:
         async with opened_store(config) as store:
-            return await store.outbox.list_outbox(state=state, kind=kind, limit=limit)
+            return await list_outbox(store, state=state, kind=kind, limit=limit)
 
     _print_outbox(run(go()), as_json)
 
@@ -79,13 +78,11 @@ def outbox_show(config_path: str | None, key: str, as_json: bool) -> None:
     """One outbox row with its body."""
     config = quiet_config(config_path)
 
-    async def go() -> OutboxView | None:
+    async def go() -> OutboxView:
         async with opened_store(config) as store:
-            return await store.outbox.get_outbox(key)
+            return await show_outbox(store, key)
 
     row = run(go())
-    if row is None:
-        raise NotFound(f"no outbox row {key!r}")
     if as_json:
         print_json(row.as_json())
         return

@@ -17,7 +17,7 @@ from hookinbox.cli.common import (
     reports_errors,
     run,
 )
-from hookinbox.errors import NotFound
+from hookinbox.ops.tracked import ResourceDetail, list_resources, show_resource
 from hookinbox.resources.machine import build_machines
 from hookinbox.resources.service import Resources
 from hookinbox.store import (
@@ -101,16 +101,13 @@ def resources_show(config_path: str | None, resource_id: str, as_json: bool) -> 
     """One resource with its transition log (applied and rejected, with reasons)."""
     config = quiet_config(config_path)
 
-    async def go() -> tuple[ResourceView, list[dict[str, Any]]]:
+    async def go() -> ResourceDetail:
         async with opened_store(config) as store:
-            view = await store.resources.get_resource(resource_id)
-            if view is None:
-                raise NotFound(f"no resource {resource_id!r}")
-            log = await store.resources.list_transitions(resource_id)
-            return view, [t.as_json() for t in log]
+            return await show_resource(store, resource_id)
 
-    view, log = run(go())
-    _print_resource(view, as_json, {"transitions": log})
+    found = run(go())
+    log = [t.as_json() for t in found.transitions]
+    _print_resource(found.resource, as_json, {"transitions": log})
 
 
 @resources.command("list")
@@ -131,9 +128,10 @@ def resources_list(
 
     async def go() -> list[ResourceView]:
         async with opened_store(config) as store:
-            return await store.resources.list_resources(
-                kind=kind, tenant=tenant, state=state, limit=limit, before=before
+            found = await list_resources(
+                store, kind=kind, tenant=tenant, state=state, limit=limit, before=before
             )
+            return found.resources
 
     rows = run(go())
     if as_json:

@@ -16,7 +16,11 @@ and what.
 - trace: :func:`trace`, with the layers it is given
 - search: :func:`search_deliveries` (ids as pasted, type globs, relative times, a payload
   field), :func:`find_delivery` (never picks one of two sources silently)
-- notifications: :func:`resend_outbox`
+- notifications: :func:`list_outbox`, :func:`show_outbox`, :func:`resend_outbox`
+- tracked resources: :func:`list_resources`, :func:`show_resource`,
+  :func:`resource_transitions`
+- rejected deliveries: :func:`rejected_page` (a retry goes through the receiver:
+  :mod:`hookinbox.receive.rejected_retry`)
 - rejected transitions: :func:`list_reviews`, :func:`resolve_review`
 - destinations: :func:`list_destinations` (limits, circuit, forwards in flight)
 - :class:`OperatorViews`: the extra layers and checks a caller hands to trace/reconcile
@@ -36,7 +40,7 @@ from hookinbox.ops.dlq import (
     dlq_retry,
     dlq_retry_all,
 )
-from hookinbox.ops.outbox import resend_outbox
+from hookinbox.ops.outbox import list_outbox, resend_outbox, show_outbox
 from hookinbox.ops.purge import PurgeReport, PurgeStep, purge, run_purge_loop
 from hookinbox.ops.reconcile import (
     PIPELINE_CHECKS,
@@ -46,6 +50,7 @@ from hookinbox.ops.reconcile import (
     StoreCheck,
     reconcile,
 )
+from hookinbox.ops.rejected import RejectedPage, rejected_page
 from hookinbox.ops.replay import ReplayItem, ReplayReport, replay
 from hookinbox.ops.reviews import ReviewList, list_reviews, resolve_review
 from hookinbox.ops.search import (
@@ -64,6 +69,13 @@ from hookinbox.ops.sources import (
     resume_source,
 )
 from hookinbox.ops.trace import TracedDelivery, TracedJob, TraceLayer, TraceReport, trace
+from hookinbox.ops.tracked import (
+    ResourceDetail,
+    ResourceList,
+    list_resources,
+    resource_transitions,
+    show_resource,
+)
 from hookinbox.ops.views import OperatorViews
 
 __all__ = [
@@ -80,8 +92,11 @@ __all__ = [
     "PurgeStep",
     "ReconcileCheck",
     "ReconcileReport",
+    "RejectedPage",
     "ReplayItem",
     "ReplayReport",
+    "ResourceDetail",
+    "ResourceList",
     "RetryItem",
     "RetryReport",
     "ReviewList",
@@ -99,17 +114,23 @@ __all__ = [
     "dlq_retry_all",
     "find_delivery",
     "list_destinations",
+    "list_outbox",
+    "list_resources",
     "list_reviews",
     "list_sources",
     "parse_when",
     "pause_source",
     "purge",
     "reconcile",
+    "rejected_page",
     "replay",
     "resend_outbox",
     "resolve_review",
+    "resource_transitions",
     "resume_source",
     "run_purge_loop",
     "search_deliveries",
+    "show_outbox",
+    "show_resource",
     "trace",
 ]

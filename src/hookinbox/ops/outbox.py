@@ -6,7 +6,8 @@ like a replay or a dead-letter retry, under the delivery whose transition wrote 
 
 from __future__ import annotations
 
-from hookinbox.store import OutboxView, Store
+from hookinbox.errors import NotFound
+from hookinbox.store import OutboxState, OutboxView, Store
 
 
 async def resend_outbox(
@@ -30,4 +31,19 @@ async def resend_outbox(
     await store.audit.record_operator_action(
         actor=actor, command=command, delivery_id=delivery_id, detail=f"outbox {key}"
     )
+    return row
+
+
+async def list_outbox(
+    store: Store, *, state: OutboxState | None = None, kind: str | None = None, limit: int = 50
+) -> list[OutboxView]:
+    """Newest outbox rows first (``state="failed"``: the dead letters)."""
+    return await store.outbox.list_outbox(state=state, kind=kind, limit=limit)
+
+
+async def show_outbox(store: Store, key: str) -> OutboxView:
+    """One outbox row with its body; NotFound when no row has that key."""
+    row = await store.outbox.get_outbox(key)
+    if row is None:
+        raise NotFound(f"no outbox row {key!r}")
     return row

@@ -106,18 +106,48 @@ async def purge(
     batch: int | None = None,
     dry_run: bool = False,
     progress: Progress | None = None,
+    max_rows: int | None = None,
+    actor: str | None = None,
 ) -> PurgeReport:
     """Purge in batches. ``older_than`` (seconds) sets the key retention, or with
-    ``payloads_only`` the payload retention; the config gives the defaults."""
+    ``payloads_only`` the payload retention; the config gives the defaults.
+    ``max_rows``: at most that many rows of each kind go in this call (the API's bound:
+    one request is a bounded amount of work); a step's ``candidates - deleted`` is
+    what is left for the next call. ``actor``: a purge that deleted something is
+    recorded in the operators' audit under that name (the background purge has none)."""
+    report = await _purge(
+        store, config, older_than, payloads_only, batch, dry_run, progress, max_rows
+    )
+    deleted = [f"{step.kind}:{step.deleted}" for step in report.steps if step.deleted]
+    if actor is not None and deleted:
+        await store.audit.record_operator_action(
+            actor=actor, command="purge", detail=" ".join(deleted)
+        )
+    return report
+
+
+async def _purge(
+    store: Store,
+    config: Config,
+    older_than: float | None,
+    payloads_only: bool,
+    batch: int | None,
+    dry_run: bool,
+    progress: Progress | None,
+    max_rows: int | None,
+) -> PurgeReport:
     ops = config.operations
     size = batch if batch is not None else ops.purge_batch
     if size < 1:
         raise InvalidArgument("--batch must be at least 1")
+    if max_rows is not None and max_rows < 1:
+        raise InvalidArgument("max_rows must be at least 1")
+    bound = _Bound(size, max_rows)
     steps: list[PurgeStep] = []
     pacer = BatchPacer(config)
     if payloads_only:
         age = ops.payload_retention if older_than is None else older_than
-        steps.append(await _purge_payloads(store, age, size, dry_run, progress, pacer))
+        steps.append(await _purge_payloads(store, age, bound, dry_run, progress, pacer))
         return PurgeReport(dry_run, steps)
     key_age = ops.key_retention if older_than is None else older_than
     window = config.longest_redelivery_window()
@@ -127,20 +157,28 @@ async def purge(
             f"{_human(window)}: a late provider retry would look new"
         )
     payload_age = ops.payload_retention
-    steps.append(await _purge_payloads(store, payload_age, size, dry_run, progress, pacer))
-    steps.append(await _purge_deliveries(store, key_age, size, dry_run, progress, pacer))
-    steps.append(await _purge_rejected(store, config.rejected.retention, size, dry_run, pacer))
+    steps.append(await _purge_payloads(store, payload_age, bound, dry_run, progress, pacer))
+    steps.append(await _purge_deliveries(store, key_age, bound, dry_run, progress, pacer))
+    steps.append(await _purge_rejected(store, config.rejected.retention, bound, dry_run, pacer))
     return PurgeReport(dry_run, steps)
 
 
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """The batch size, and the most rows one step may delete (None: all it finds)."""
+
+    size: int
+    max_rows: int | None
+
+
 async def _purge_rejected(
-    store: Store, age: float, size: int, dry_run: bool, pacer: BatchPacer
+    store: Store, age: float, bound: _Bound, dry_run: bool, pacer: BatchPacer
 ) -> PurgeStep:
     total = await store.rejected.count_purgeable_rejected(age)
     if dry_run or not total:
         return PurgeStep("rejected", age, total, 0, 0)
     deleted, batches = await _in_batches(
-        "rejected", lambda: store.rejected.purge_rejected(age, size), total, size, None, pacer
+        "rejected", lambda n: store.rejected.purge_rejected(age, n), total, bound, None, pacer
     )
     return PurgeStep("rejected", age, total, deleted, batches)
 
@@ -148,7 +186,7 @@ async def _purge_rejected(
 async def _purge_payloads(
     store: Store,
     age: float,
-    size: int,
+    bound: _Bound,
     dry_run: bool,
     progress: Progress | None,
     pacer: BatchPacer,
@@ -157,7 +195,7 @@ async def _purge_payloads(
     if dry_run or not total:
         return PurgeStep("payloads", age, total, 0, 0)
     deleted, batches = await _in_batches(
-        "payloads", lambda: store.retention.purge_payloads(age, size), total, size, progress, pacer
+        "payloads", lambda n: store.retention.purge_payloads(age, n), total, bound, progress, pacer
     )
     return PurgeStep("payloads", age, total, deleted, batches)
 
@@ -165,7 +203,7 @@ async def _purge_payloads(
 async def _purge_deliveries(
     store: Store,
     age: float,
-    size: int,
+    bound: _Bound,
     dry_run: bool,
     progress: Progress | None,
     pacer: BatchPacer,
@@ -175,9 +213,9 @@ async def _purge_deliveries(
         return PurgeStep("deliveries", age, total, 0, 0, held)
     deleted, batches = await _in_batches(
         "deliveries",
-        lambda: store.retention.purge_deliveries(age, size),
+        lambda n: store.retention.purge_deliveries(age, n),
         total,
-        size,
+        bound,
         progress,
         pacer,
     )
@@ -186,19 +224,24 @@ async def _purge_deliveries(
 
 async def _in_batches(
     kind: PurgeKind,
-    batch: Callable[[], Awaitable[int]],
+    batch: Callable[[int], Awaitable[int]],
     total: int,
-    size: int,
+    bound: _Bound,
     progress: Progress | None,
     pacer: BatchPacer,
 ) -> tuple[int, int]:
-    """``batch`` until it deletes nothing; the rows deleted and the batches run."""
+    """``batch(size)`` until it deletes nothing or the bound is reached; the rows
+    deleted and the batches run."""
     deleted = batches = 0
+    size, most = bound.size, bound.max_rows
     if progress:
         progress(kind, 0, total)
     # Bounded: never more batches than the count asked for, plus slack for new arrivals.
     while batches < total // size + 2:
-        count = await pacer.run(batch())
+        room = size if most is None else min(size, most - deleted)
+        if room <= 0:
+            break
+        count = await pacer.run(batch(room))
         if not count:
             break
         deleted += count
