@@ -346,7 +346,11 @@ async def test_replay_of_a_purged_payload_is_refused_and_says_why(
         refused(config_file, "replay", ref, code=5, says="payload_purged")
         refused(config_file, "replay", ref, "--dry-run", code=5, says="cannot be replayed")
     assert await store.count_rows() == before
-    assert await store.audit.list_operator_actions() == []
+    # The purge is audited with its actor; the refused replays are not.
+    audit = await store.audit.list_operator_actions()
+    assert [(a.actor, a.command, a.detail) for a in audit] == [
+        ("cli:tester", "purge", "payloads:1")
+    ]
 
 
 async def test_resuming_an_unknown_source_is_refused(config_file: Path, store: Store) -> None:
