@@ -11,6 +11,7 @@ import asyncpg
 import pytest
 
 from hookinbox import ops
+from hookinbox.app import standard_operator_views
 from hookinbox.errors import (
     ConfigError,
     InvalidArgument,
@@ -32,12 +33,14 @@ RESOURCE_CHECKS = {
     "parked_past_deadline",
 }
 
+VIEWS = standard_operator_views()
+
 
 async def test_empty_store_reports_nothing(store: Store, db_url: str) -> None:
     config = make_config(db_url)
     assert (await ops.dlq_list(store, config)).jobs == []
     assert (await ops.dlq_retry_all(store, config, limit=10, actor=ACTOR)).items == []
-    report = await ops.reconcile(store, config)
+    report = await ops.reconcile(store, config, checks=VIEWS.checks)
     assert report.clean and report.total == 0
     assert {f.check for f in report.findings} >= {
         "expired_leases",
@@ -50,7 +53,7 @@ async def test_empty_store_reports_nothing(store: Store, db_url: str) -> None:
     purged = await ops.purge(store, config)
     assert [s.deleted for s in purged.steps] == [0, 0, 0]
     with pytest.raises(NotFound):
-        await ops.trace(store, config, "evt_missing")
+        await ops.trace(store, config, "evt_missing", layers=VIEWS.trace_layers)
     with pytest.raises(NotFound):
         await ops.replay(store, config, "dlv_missing", actor=ACTOR)
     with pytest.raises(NotFound):
@@ -237,7 +240,7 @@ async def test_reconcile_finds_each_kind(store: Store, db_url: str) -> None:
         if c.delivery_id != stuck:
             await store.queue.fail_job(c.id, c.lease_token, "boom")
     await asyncio.sleep(0.05)
-    report = await ops.reconcile(store, config)
+    report = await ops.reconcile(store, config, checks=VIEWS.checks)
     # The pipeline's checks; tracked resources add theirs (tests/resources).
     counts = {f.check: f.count for f in report.findings if f.check not in RESOURCE_CHECKS}
     assert counts == {
@@ -298,10 +301,10 @@ async def test_trace_across_sources_with_a_layer_handed_in(store: Store, db_url:
         ("delivery", "completed")
     ]
     assert data["outbox"] == [{"key": f"video-ready:{traced.delivery.id}"}]
-    by_id = await ops.trace(store, config, traced.delivery.id)
+    by_id = await ops.trace(store, config, traced.delivery.id, layers=layers)
     assert by_id.deliveries[0].delivery.id == traced.delivery.id
     with pytest.raises(NotFound):
-        await ops.trace(store, config, "evt_same", source="nope")
+        await ops.trace(store, config, "evt_same", source="nope", layers=layers)
 
 
 async def test_reconcile_runs_the_checks_handed_in(store: Store, db_url: str) -> None:

@@ -10,6 +10,7 @@ import asyncio
 import httpx
 
 from hookinbox import ops
+from hookinbox.app import standard_operator_views
 from hookinbox.config import Config
 from hookinbox.ids import forward_effect_key
 from hookinbox.store import Store
@@ -18,6 +19,8 @@ from tests.support.processes import free_port
 from tests.support.signing import delivery
 from tests.support.target import RecordingTarget
 from tests.support.waiting import wait_for_status
+
+VIEWS = standard_operator_views()
 
 
 def forward_config(db_url: str, url: str) -> Config:
@@ -33,7 +36,7 @@ def forward_config(db_url: str, url: str) -> Config:
 
 async def unrecorded(config: Config, store: Store) -> int:
     await asyncio.sleep(0.1)  # older than operations.accepted_too_old
-    report = await ops.reconcile(store, config)
+    report = await ops.reconcile(store, config, checks=VIEWS.checks)
     (finding,) = [f for f in report.findings if f.check == "unrecorded_effects"]
     return finding.count
 

@@ -8,6 +8,7 @@ import json
 import httpx
 
 from hookinbox import ops
+from hookinbox.app import standard_operator_views
 from tests.support import handlers
 from tests.support.inbox import make_config, running_inbox
 from tests.support.signing import signed
@@ -31,6 +32,8 @@ ROUTES = [
     },
     {"events": ["*"], "action": "all", "handler": "tests.support.handlers:count"},
 ]
+
+VIEWS = standard_operator_views()
 
 
 def event(event_id: str, **fields: object) -> bytes:
@@ -63,7 +66,7 @@ async def test_filters_decide_which_jobs_a_delivery_gets_and_trace_says_why(
             "evt_test_mode": ["all"],
             "evt_one_is_not_true": ["all"],
         }
-        report = await ops.trace(inbox.store, config, "evt_test_mode")
+        report = await ops.trace(inbox.store, config, "evt_test_mode", layers=VIEWS.trace_layers)
         routes = report.as_json()["deliveries"][0]["routes"]
     assert routes == [
         {

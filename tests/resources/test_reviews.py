@@ -28,6 +28,8 @@ from tests.support.inbox import RunningInbox, make_config, running_inbox
 from tests.support.processes import REPO, hookinbox_env
 from tests.support.waiting import wait_for_status
 
+VIEWS = standard_operator_views()
+
 
 def review_config(db_url: str, review: str = "1h") -> Config:
     return make_config(db_url, routes=[video_route()], operations={"transition_review": review})
@@ -75,7 +77,7 @@ async def test_a_rejected_transition_waits_for_its_review_and_reconcile_reports_
         )
         assert review.event_type == "video.queued" and not review.resolved
         await asyncio.sleep(0.3)  # past operations.transition_review
-        report = await ops.reconcile(store, config)
+        report = await ops.reconcile(store, config, checks=VIEWS.checks)
         assert unreviewed(report) == 1 and not report.clean
 
         with pytest.raises(InvalidArgument):
@@ -92,7 +94,7 @@ async def test_a_rejected_transition_waits_for_its_review_and_reconcile_reports_
         assert (await ops.list_reviews(store, config)).reviews == []
         (kept,) = (await ops.list_reviews(store, config, resolved=True)).reviews
         assert kept.reviewed_by == "cli:ana"  # the first verdict stands
-        assert unreviewed(await ops.reconcile(store, config)) == 0
+        assert unreviewed(await ops.reconcile(store, config, checks=VIEWS.checks)) == 0
         audit = await store.audit.list_operator_actions()
         assert [(a.command, a.actor) for a in audit if a.command == "review-resolve"] == [
             ("review-resolve", "cli:ana")
@@ -105,7 +107,7 @@ async def test_a_fresh_rejection_is_not_reported_before_its_deadline(
     config = review_config(db_url, review="1h")
     async with running_inbox(config) as inbox:
         await queued_then_late_queued(inbox, client)
-        assert unreviewed(await ops.reconcile(inbox.store, config)) == 0
+        assert unreviewed(await ops.reconcile(inbox.store, config, checks=VIEWS.checks)) == 0
         assert len((await ops.list_reviews(inbox.store, config)).reviews) == 1
 
 

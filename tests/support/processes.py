@@ -101,3 +101,15 @@ class HookinboxProcess:
 
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def run_hookinbox(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``hookinbox ARGS... --config CONFIG`` to its end (a minute at most), output kept."""
+    return subprocess.run(
+        [sys.executable, "-m", "hookinbox.cli", *args, "--config", str(config)],
+        env=hookinbox_env(),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )

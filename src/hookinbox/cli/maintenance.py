@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from hookinbox import ops
+from hookinbox.app import standard_operator_views
 from hookinbox.cli.common import (
     config_option,
     duration_flag,
@@ -116,7 +117,8 @@ def reconcile(config_path: str | None, limit: int, as_json: bool) -> None:
 
     async def go() -> ops.ReconcileReport:
         async with opened_store(config) as store:
-            return await ops.reconcile(store, config, limit=limit)
+            checks = standard_operator_views().checks
+            return await ops.reconcile(store, config, checks=checks, limit=limit)
 
     report = run(go())
     if as_json:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from hookinbox import ops
+from hookinbox.app import standard_operator_views
 from hookinbox.cli.attempts import attempt_line
 from hookinbox.cli.common import (
     config_option,
@@ -30,7 +31,8 @@ def trace(config_path: str | None, event_id: str, source: str | None, as_json: b
 
     async def go() -> ops.TraceReport:
         async with opened_store(config) as store:
-            return await ops.trace(store, config, event_id, source=source)
+            layers = standard_operator_views().trace_layers
+            return await ops.trace(store, config, event_id, source=source, layers=layers)
 
     report = run(go())
     if as_json:

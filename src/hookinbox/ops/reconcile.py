@@ -136,8 +136,10 @@ async def reconcile(
     store: Store,
     config: Config,
     *,
+    checks: Sequence[ReconcileCheck],
     limit: int = 20,
-    checks: Sequence[ReconcileCheck] = PIPELINE_CHECKS,
 ) -> ReconcileReport:
-    """Run each check; ``limit`` caps the samples listed per check (not the counts)."""
+    """Run each check; ``limit`` caps the samples listed per check (not the counts).
+    ``checks`` has no default: the inbox's full set comes from its
+    :class:`~hookinbox.ops.views.OperatorViews`, never from a silent pipeline-only one."""
     return ReconcileReport([await check.run(store, config, limit) for check in checks])

@@ -88,11 +88,12 @@ async def trace(
     config: Config,
     event_id: str,
     *,
+    layers: Mapping[str, TraceLayer],
     source: str | None = None,
-    layers: Mapping[str, TraceLayer] | None = None,
 ) -> TraceReport:
     """Every delivery of ``event_id`` (in each source, unless ``source`` is given); an
-    internal delivery id works too. Each of ``layers`` adds its rows under its name."""
+    internal delivery id works too. Each of ``layers`` adds its rows under its name;
+    required, so no caller drops the inbox's layers by leaving them out."""
     deliveries = await store.journal.find_deliveries_by_event(event_id, source)
     if not deliveries and event_id.startswith("dlv_"):
         found = await store.journal.get_delivery(event_id)
@@ -105,7 +106,7 @@ async def trace(
         jobs = [TracedJob(job, await store.queue.list_attempts(job.id)) for job in delivery.jobs]
         effects = await store.effects.list_effects([job.id for job in delivery.jobs])
         actions = await store.audit.list_operator_actions(delivery_id=delivery.id)
-        extra = {name: await layer(store, delivery) for name, layer in (layers or {}).items()}
+        extra = {name: await layer(store, delivery) for name, layer in layers.items()}
         routes = await _routes(store, config, delivery)
         traced.append(TracedDelivery(delivery, jobs, effects, actions, extra, routes))
     return TraceReport(event_id, source, traced)
