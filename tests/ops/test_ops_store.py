@@ -79,7 +79,9 @@ async def test_dead_letters_listed_retried_once_and_audited(store: Store, db_url
     one = await ops.dlq_retry(store, config, failed[0], actor=ACTOR)
     assert one.requeued == 1
     job = await store.queue.get_job(failed[0])
-    assert job is not None and job.state == "accepted" and job.attempts == 0
+    # Its attempt is kept (numbers count on) and the route's three are granted beyond it.
+    assert job is not None and job.state == "accepted"
+    assert (job.attempts, job.max_attempts) == (1, 1 + config.attempts_for("test", "count"))
     assert job.trigger == "dlq-retry"
     with pytest.raises(OperationRefused, match="accepted, not failed"):
         await ops.dlq_retry(store, config, failed[0], actor=ACTOR)
@@ -106,7 +108,7 @@ async def test_a_purge_keeps_dead_letter_payloads_so_they_can_be_retried(
     assert (await store.queue.get_job(job_id)).payload_retained  # type: ignore[union-attr]
     assert (await ops.dlq_retry(store, config, job_id, actor=ACTOR)).requeued == 1
     job = await store.queue.get_job(job_id)
-    assert job is not None and (job.state, job.attempts) == ("accepted", 0)
+    assert job is not None and (job.state, job.attempts) == ("accepted", 1)
 
 
 async def _lose_payload(db_url: str, delivery_id: str) -> None:

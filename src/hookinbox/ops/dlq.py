@@ -230,17 +230,18 @@ async def _requeue(
             runnable.append(job)
     moved: set[str] = set()
     if runnable and not dry_run:
-        # Each job gets its route's attempts again (a retry schedule's length + 1).
-        by_attempts: dict[int, list[str]] = {}
+        # Each job gets its route's attempts again (a retry schedule's length + 1), numbered
+        # on from those it spent.
+        by_grant: dict[int, list[str]] = {}
         for job in runnable:
-            by_attempts.setdefault(config.attempts_for(job.source, job.action), []).append(job.id)
-        for max_attempts, ids in by_attempts.items():
+            by_grant.setdefault(config.attempts_for(job.source, job.action), []).append(job.id)
+        for grant, ids in by_grant.items():
             moved.update(
                 await store.queue.requeue_jobs(
                     ids,
                     from_states=("failed",),
                     trigger=Trigger.DLQ_RETRY,
-                    max_attempts=max_attempts,
+                    more_attempts=grant,
                     actor=actor,
                     command="dlq-retry",
                 )

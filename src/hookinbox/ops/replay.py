@@ -179,18 +179,19 @@ async def replay(
                     detail=f"superseded {len(keys)} ledger row(s)",
                 )
         before = {}
-    # Each job gets its route's attempts again (a retry schedule's length + 1).
-    by_attempts: dict[int, list[str]] = {}
+    # Each job gets its route's attempts again (a retry schedule's length + 1), numbered
+    # on from those it spent.
+    by_grant: dict[int, list[str]] = {}
     for job in runnable:
-        by_attempts.setdefault(config.attempts_for(job.source, job.action), []).append(job.id)
+        by_grant.setdefault(config.attempts_for(job.source, job.action), []).append(job.id)
     moved: set[str] = set()
-    for max_attempts, ids in by_attempts.items():
+    for grant, ids in by_grant.items():
         moved.update(
             await store.queue.requeue_jobs(
                 ids,
                 from_states=("completed", "failed"),
                 trigger=Trigger.REPLAY,
-                max_attempts=max_attempts,
+                more_attempts=grant,
                 actor=actor,
                 command="replay",
             )

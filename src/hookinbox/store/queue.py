@@ -97,8 +97,11 @@ _TARGET_DEFERRALS = Sql(
     f" AND outcome = {literal(AttemptOutcome.DEFERRED)} AND error_code {{in:codes}}"
 )
 _RENEW = Sql("UPDATE jobs SET lease_expires_at = {now} + {secs:lease} WHERE " + LEASE_HELD)
+#: Attempts are never reset: a requeued job is granted ``:more`` attempts on top of those
+#: it spent, so attempt numbers count on across replays and retries (``attempts`` is
+#: every attempt the job ever made, ``max_attempts`` the last one it may make).
 _REQUEUE = Sql(
-    "UPDATE jobs SET state = 'accepted', attempts = 0, max_attempts = :max_attempts,"
+    "UPDATE jobs SET state = 'accepted', max_attempts = attempts + :more,"
     " next_attempt_at = {now}, trigger = :trigger, last_error = NULL, completed_at = NULL,"
     f" failed_at = NULL, {CLEAR_LEASE}"
     " WHERE id {in:ids} AND state {in:states} RETURNING id, source, delivery_id"
@@ -109,12 +112,12 @@ def _requeue(
     job_ids: Sequence[str],
     states: Sequence[JobState],
     trigger: str,
-    max_attempts: int,
+    more_attempts: int,
     actor: str,
     command: str,
 ) -> Tx[list[str]]:
     moved = yield rows(
-        _REQUEUE, ids=list(job_ids), states=list(states), trigger=trigger, max_attempts=max_attempts
+        _REQUEUE, ids=list(job_ids), states=list(states), trigger=trigger, more=more_attempts
     )
     by_id = {job["id"]: job for job in moved}
     ordered = [by_id[job_id] for job_id in dict.fromkeys(job_ids) if job_id in by_id]
@@ -262,15 +265,16 @@ class Queue:
         *,
         from_states: Sequence[JobState],
         trigger: str,
-        max_attempts: int,
+        more_attempts: int,
         actor: str,
         command: str,
     ) -> list[str]:
-        """Atomically put back to ``accepted`` (due now, attempts reset, ``trigger`` set for
-        the next claim) those of ``job_ids`` that are in one of ``from_states`` right now;
-        audit each as ``command`` by ``actor``; wake the workers. Returns the ids moved."""
+        """Atomically put back to ``accepted`` (due now, ``more_attempts`` granted beyond
+        those spent, numbered on from them; ``trigger`` set for the next claim) those of
+        ``job_ids`` that are in one of ``from_states`` right now; audit each as ``command``
+        by ``actor``; wake the workers. Returns the ids moved."""
         return await self._db.run(
-            _requeue(job_ids, from_states, trigger, max_attempts, actor, command)
+            _requeue(job_ids, from_states, trigger, more_attempts, actor, command)
         )
 
     async def get_job(self, job_id: str) -> JobDetail | None:
