@@ -150,9 +150,10 @@ class WebhookEndpoint:
 
 
 class WebhookFastPath:
-    """In front of the Starlette app: ``POST /webhooks/{source}`` goes straight to the
-    endpoint, skipping the middleware stack and the route table, which cost more per
-    delivery than verifying it; everything else (and the lifespan) goes to ``app``.
+    """In front of the Starlette app: ``POST /webhooks/{source}`` (or ``{source}/``) goes
+    straight to the endpoint, skipping the middleware stack and the route table, which
+    cost more per delivery than verifying it; everything else (and the lifespan) goes to
+    ``app``.
     Under a Mount, the path is taken relative to ``root_path``, as Starlette does."""
 
     def __init__(self, endpoint: WebhookEndpoint, app: Any) -> None:
@@ -166,7 +167,9 @@ class WebhookFastPath:
             if root and path.startswith(root):
                 path = path[len(root) :]
             if path.startswith("/webhooks/"):
-                source = path[len("/webhooks/") :]
+                # With or without one trailing slash, one endpoint: a redirect would be
+                # lost (providers do not follow one on POST) or drop https behind a proxy.
+                source = path[len("/webhooks/") :].removesuffix("/")
                 if source and "/" not in source:
                     scope["path_params"] = {"source": source}
                     await self._endpoint(scope, receive, send)
