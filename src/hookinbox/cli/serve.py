@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import shutil
 import signal
+import tempfile
+from collections.abc import Iterator
 
 import click
 
@@ -75,9 +79,35 @@ def serve(
         }
     )
     factory = "hookinbox.app:app_from_environment"
-    run_server(
-        factory, limits, host=bind_host, port=bind_port, processes=processes, operator=operator
-    )
+    with shared_metrics_dir():
+        run_server(
+            factory, limits, host=bind_host, port=bind_port, processes=processes, operator=operator
+        )
+
+
+#: prometheus-client's multiprocess mode: each process writes its values to files in this
+#: directory, and whichever process answers /metrics adds them all up.
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+@contextlib.contextmanager
+def shared_metrics_dir() -> Iterator[str]:
+    """The directory the server processes share their metrics through. Without one, each
+    process would answer /metrics with its own counts only, and consecutive scrapes would
+    alternate between processes. One the operator set (to share it with ``hookinbox
+    worker`` processes too) is theirs and kept; otherwise one of our own, set before the
+    processes start (prometheus-client reads it at import) and removed at exit."""
+    given = os.environ.get(MULTIPROC_ENV)
+    if given:
+        yield given
+        return
+    path = tempfile.mkdtemp(prefix="hookinbox-metrics-")
+    os.environ[MULTIPROC_ENV] = path
+    try:
+        yield path
+    finally:
+        os.environ.pop(MULTIPROC_ENV, None)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 async def _preflight(config: Config) -> None:
