@@ -51,11 +51,11 @@ async def _run(store: Store, n: int, tasks: int, limits: DestinationLimits) -> t
         nonlocal held
         while queue:
             job = f"bench-{worker}-{queue.pop()}"
-            answer = await store.destinations.admit("bench", job, limits)
+            answer = await store.destinations.admit("bench", job, "lease", limits)
             if not answer.admitted:
                 held += 1
                 continue
-            await store.destinations.release("bench", job, healthy=True, opens_after=5)
+            await store.destinations.release("bench", job, "lease", healthy=True, opens_after=5)
 
     started = time.perf_counter()
     await asyncio.gather(*(forwarder(w) for w in range(tasks)))
@@ -81,11 +81,15 @@ async def main() -> None:
             store = open_store_for(url)
             await store.open()
             try:
-                await store.destinations.admit("bench", "warm-up", PASSING)
-                await store.destinations.release("bench", "warm-up", healthy=True, opens_after=5)
+                await store.destinations.admit("bench", "warm-up", "lease", PASSING)
+                await store.destinations.release(
+                    "bench", "warm-up", "lease", healthy=True, opens_after=5
+                )
                 started = time.perf_counter()
                 for _ in range(args.n):  # the smallest transaction here: the unit to compare
-                    await store.destinations.release("bench", "none", healthy=None, opens_after=5)
+                    await store.destinations.release(
+                        "bench", "none", "lease", healthy=None, opens_after=5
+                    )
                 one = (time.perf_counter() - started) * 1e6 / args.n
                 print(f"{url.split(':')[0]:<10} baseline  an empty release: {one:7.0f} µs")
                 for name, limits in (("passing", PASSING), ("contended", CONTENDED)):

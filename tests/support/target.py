@@ -1,6 +1,7 @@
 """An internal service that a forward route POSTs to: it records every request whole and
-answers with the statuses it is told to (then 200), optionally slowly. A status may come
-with headers and a body of its own: ``(429, {"retry-after": "1"}, b"slow down")``."""
+answers with the statuses it is told to (then 200), optionally slowly (``delays``: the
+first requests' own, then ``delay``). A status may come with headers and a body of its
+own: ``(429, {"retry-after": "1"}, b"slow down")``."""
 
 from __future__ import annotations
 
@@ -15,7 +16,12 @@ Answer = int | tuple[int, dict[str, str], bytes]
 
 
 class RecordingTarget:
-    def __init__(self, statuses: list[Answer] | None = None, delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        statuses: list[Answer] | None = None,
+        delay: float = 0.0,
+        delays: list[float] | None = None,
+    ) -> None:
         self.requests: list[dict[str, Any]] = []
         #: When each request arrived (time.monotonic()).
         self.arrivals: list[float] = []
@@ -25,6 +31,7 @@ class RecordingTarget:
         self._count = threading.Lock()
         self.statuses: list[Answer] = list(statuses or [])
         self.delay = delay
+        self.delays = list(delays or [])
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -36,6 +43,7 @@ class RecordingTarget:
                 with owner._count:
                     owner.in_flight += 1
                     owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
+                    delay = owner.delays.pop(0) if owner.delays else owner.delay
                 owner.arrivals.append(time.monotonic())
                 owner.requests.append(
                     {
@@ -44,8 +52,8 @@ class RecordingTarget:
                         "body": body,
                     }
                 )
-                if owner.delay:
-                    time.sleep(owner.delay)
+                if delay:
+                    time.sleep(delay)
                 # Counted out before the answer is written: once the forward has its
                 # answer, this request is no longer in flight here either.
                 with owner._count:

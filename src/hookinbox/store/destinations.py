@@ -4,12 +4,14 @@ and a circuit breaker, each decided with the destination's row locked.
 A forward to a named destination first :meth:`Destinations.admit`\\ s its job: in one
 transaction the row is locked (``FOR UPDATE`` on PostgreSQL, the one writer on SQLite),
 the bucket refilled by the time since its last refill (database clock), the live slots
-counted, and the job either admitted (a token taken, a slot row written) or held with a
-code and a wait. After the POST, :meth:`Destinations.release` drops the slot and counts
-a failure (``circuit_failures`` in a row open the circuit) or a success (which closes
-it). An open circuit holds every job until its cool-down ends; then one job is the
-probe (``probe_until``) and the others stay held until it answers. A slot whose worker
-died runs out at its ``expires_at``, so a crash never leaks capacity for long.
+counted, and the job either admitted (a token taken, a slot row written for this lease)
+or held with a code and a wait. After the POST, :meth:`Destinations.release` drops the
+slot and counts a failure (``circuit_failures`` in a row open the circuit) or a success
+(which closes it). An open circuit holds every job until its cool-down ends; then one
+job is the probe (``probe_until``) and the others stay held until it answers. A slot whose worker
+died runs out at its ``expires_at``, so a crash never leaks capacity for long; until then
+it counts, also when its job is claimed again (the dead worker's forward may still be at
+the target), since each lease holds a slot of its own.
 """
 
 from __future__ import annotations
@@ -92,9 +94,10 @@ _SOFT = Sql("SELECT {soft_commit}")
 #: Counted in a statement of its own, AFTER the lock: on PostgreSQL (read committed) a
 #: subquery of the locking statement would read the snapshot taken before it waited for
 #: the lock, and miss the slot the previous holder just wrote.
+#: Every live slot but this lease's own (written again if the same lease asks twice).
 _IN_FLIGHT = Sql(
-    "SELECT count(*) FROM destination_slots WHERE destination = :name AND job_id <> :job"
-    " AND expires_at > {now}"
+    "SELECT count(*) FROM destination_slots WHERE destination = :name AND expires_at > {now}"
+    " AND NOT (job_id = :job AND lease_token = :token)"
 )
 _TAKE = Sql(
     "UPDATE destinations SET tokens = :tokens, refilled_at = {now}, updated_at = {now},"
@@ -102,13 +105,14 @@ _TAKE = Sql(
     " WHERE name = :name"
 )
 _SLOT = Sql(
-    "INSERT INTO destination_slots (job_id, destination, expires_at)"
-    " VALUES (:job, :name, {now} + {secs:slot})"
-    " ON CONFLICT (job_id) DO UPDATE SET destination = :name, expires_at = {now} + {secs:slot}"
+    "INSERT INTO destination_slots (job_id, lease_token, destination, expires_at)"
+    " VALUES (:job, :token, :name, {now} + {secs:slot}) ON CONFLICT (job_id, lease_token)"
+    " DO UPDATE SET destination = :name, expires_at = {now} + {secs:slot}"
 )
-#: The job's slot, and any of the destination's that ran out (their worker died).
+#: This lease's slot, and any of the destination's that ran out (their worker died); a
+#: slot of the same job's earlier lease holds until it runs out.
 _DROP_SLOT = Sql(
-    "DELETE FROM destination_slots WHERE job_id = :job"
+    "DELETE FROM destination_slots WHERE (job_id = :job AND lease_token = :token)"
     " OR (destination = :name AND expires_at <= {now})"
 )
 _CIRCUIT = Sql(
@@ -165,7 +169,7 @@ def decide(limits: DestinationLimits, state: dict[str, Any]) -> tuple[Admission,
     return Admission(True, probe=probe), tokens
 
 
-def _admit(name: str, job_id: str, limits: DestinationLimits) -> Tx[Admission]:
+def _admit(name: str, job_id: str, token: str, limits: DestinationLimits) -> Tx[Admission]:
     locked = yield row(_LOCK, name=name)
     if locked is None:  # the destination's first forward ever (a durable commit, once)
         yield count(_ENSURE, name=name, burst=float(limits.burst))
@@ -173,24 +177,26 @@ def _admit(name: str, job_id: str, limits: DestinationLimits) -> Tx[Admission]:
     state = dict(locked)
     state["in_flight"] = 0
     if limits.max_in_flight is not None:
-        state["in_flight"] = int((yield value(_IN_FLIGHT, name=name, job=job_id)) or 0)
+        state["in_flight"] = int((yield value(_IN_FLIGHT, name=name, job=job_id, token=token)) or 0)
     answer, tokens = decide(limits, state)
     if not answer.admitted:
         return answer
     slot = float(limits.slot_seconds)
     yield count(_TAKE, name=name, tokens=tokens, probe=int(answer.probe), slot=slot)
     if limits.max_in_flight is not None:
-        yield count(_SLOT, name=name, job=job_id, slot=slot)
+        yield count(_SLOT, name=name, job=job_id, token=token, slot=slot)
     return answer
 
 
-def _release(name: str, job_id: str, healthy: bool | None, opens_after: int | None) -> Tx[Release]:
+def _release(
+    name: str, job_id: str, token: str, healthy: bool | None, opens_after: int | None
+) -> Tx[Release]:
     if healthy is None or opens_after is None:
         yield row(_SOFT)
-        yield count(_DROP_SLOT, job=job_id, name=name)
+        yield count(_DROP_SLOT, job=job_id, token=token, name=name)
         return Release()
     state = yield row(_CIRCUIT, name=name)
-    yield count(_DROP_SLOT, job=job_id, name=name)
+    yield count(_DROP_SLOT, job=job_id, token=token, name=name)
     if state is None:
         return Release()
     was_open = bool(state["open"])
@@ -209,16 +215,25 @@ class Destinations:
     def __init__(self, db: Driver) -> None:
         self._db = db
 
-    async def admit(self, name: str, job_id: str, limits: DestinationLimits) -> Admission:
-        """Admit the job's forward to ``name`` now, or say why and how long it waits."""
-        return await self._db.run(_admit(name, job_id, limits))
+    async def admit(
+        self, name: str, job_id: str, lease_token: str, limits: DestinationLimits
+    ) -> Admission:
+        """Admit the forward of the job's lease ``lease_token`` to ``name`` now, or say
+        why and how long it waits."""
+        return await self._db.run(_admit(name, job_id, lease_token, limits))
 
     async def release(
-        self, name: str, job_id: str, *, healthy: bool | None, opens_after: int | None
+        self,
+        name: str,
+        job_id: str,
+        lease_token: str,
+        *,
+        healthy: bool | None,
+        opens_after: int | None,
     ) -> Release:
-        """The forward ended: drop its slot; ``healthy`` True (the target answered),
-        False (no answer, 5xx, 429) or None (nothing learnt) moves the circuit."""
-        return await self._db.run(_release(name, job_id, healthy, opens_after))
+        """The forward of that lease ended: drop its slot; ``healthy`` True (the target
+        answered), False (no answer, 5xx, 429) or None (nothing learnt) moves the circuit."""
+        return await self._db.run(_release(name, job_id, lease_token, healthy, opens_after))
 
     async def states(self) -> list[DestinationState]:
         """Every destination used so far, with its circuit (for the admin and metrics)."""

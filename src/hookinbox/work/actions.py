@@ -115,13 +115,13 @@ class ForwardAction:
             await ctx.effect(forward_effect_key(ctx.job_id), post)
             return ctx.business_id
         # Before the ledger: a held job leaves no started effect and sends nothing.
-        await self._gate.admit(ctx.job_id)
+        await self._gate.admit(ctx.job_id, ctx.lease_token)
         try:
             await ctx.effect(forward_effect_key(ctx.job_id), post)
         except BaseException as exc:
-            await self._gate.release(ctx.job_id, exc)
+            await self._gate.release(ctx.job_id, ctx.lease_token, exc)
             raise
-        await self._gate.release(ctx.job_id, None)
+        await self._gate.release(ctx.job_id, ctx.lease_token, None)
         return ctx.business_id
 
     async def send(self, event: Event, job_id: str) -> str | None:

@@ -58,21 +58,27 @@ class DestinationGate:
             slot_seconds=config.timeout_seconds + SLOT_MARGIN_SECONDS,
         )
 
-    async def admit(self, job_id: str) -> None:
-        """Return when the forward may go; raise :class:`DestinationHeld` otherwise."""
-        answer = await self._store.destinations.admit(self.name, job_id, self.limits)
+    async def admit(self, job_id: str, lease_token: str) -> None:
+        """Return when the forward may go; raise :class:`DestinationHeld` otherwise. The
+        slot is the lease's: a forward of the same job under an earlier lease (its worker
+        died) keeps its own until that runs out."""
+        answer = await self._store.destinations.admit(self.name, job_id, lease_token, self.limits)
         if not answer.admitted:
             raise DestinationHeld(answer.code or "destination_held", answer.wait_seconds)
         if answer.probe:
             log.info("circuit_probe", destination=self.name, job_id=job_id)
 
-    async def release(self, job_id: str, exc: BaseException | None) -> None:
+    async def release(self, job_id: str, lease_token: str, exc: BaseException | None) -> None:
         """Free the job's slot and move the circuit; a store error here is logged, never
         the job's failure (the slot runs out on its own)."""
         try:
             done = await asyncio.shield(
                 self._store.destinations.release(
-                    self.name, job_id, healthy=healthy(exc), opens_after=self._opens_after
+                    self.name,
+                    job_id,
+                    lease_token,
+                    healthy=healthy(exc),
+                    opens_after=self._opens_after,
                 )
             )
         except Exception as error:
