@@ -201,7 +201,7 @@ async def replay(
             items[job.id] = ReplayItem(
                 job.id, job.action, job.state, "refused", "changed state meanwhile"
             )
-    queued = [job.id for job in runnable if job.id in moved]
+    queued = {job.id: job.attempts for job in runnable if job.id in moved}
     settled = await _wait_settled(store, queued, wait_seconds, poll_seconds)
     after = {e.key: e for e in await store.effects.list_effects(list(moved))}
     for job in runnable:
@@ -220,12 +220,13 @@ async def replay(
 
 
 async def _wait_settled(
-    store: Store, job_ids: list[str], wait_seconds: float, poll_seconds: float
+    store: Store, attempts_before: dict[str, int], wait_seconds: float, poll_seconds: float
 ) -> dict[str, JobDetail]:
-    """Poll until each job completed, failed, or ran once and is waiting for a retry."""
+    """Poll until each job (``{job_id: its attempts before the replay}``) completed,
+    failed, or ran once and is waiting for a retry."""
     settled: dict[str, JobDetail] = {}
     deadline = time.monotonic() + wait_seconds
-    pending = list(job_ids)
+    pending = list(attempts_before)
     while True:
         for job_id in list(pending):
             job = await store.queue.get_job(job_id)
@@ -233,15 +234,16 @@ async def _wait_settled(
                 pending.remove(job_id)
                 continue
             settled[job_id] = job
-            if _is_settled(job):
+            if _is_settled(job, attempts_before[job_id]):
                 pending.remove(job_id)
         if not pending or time.monotonic() >= deadline:
             return settled
         await asyncio.sleep(poll_seconds)
 
 
-def _is_settled(job: JobDetail) -> bool:
-    return job.state in ("completed", "failed") or (job.state == "accepted" and job.attempts > 0)
+def _is_settled(job: JobDetail, attempts_before: int) -> bool:
+    """Attempted since the replay (attempt numbers count on) and not under way."""
+    return job.attempts > attempts_before and job.state in ("completed", "failed", "accepted")
 
 
 def _is_forward(config: Config, job: JobDetail) -> bool:
@@ -268,7 +270,7 @@ def _outcome(
         "state_before": job.state,
         "effects_superseded": superseded,
     }
-    if now is None or not _is_settled(now):
+    if now is None or not _is_settled(now, job.attempts):
         reason = (
             "queued; not waiting for a worker"
             if waited <= 0
