@@ -19,7 +19,7 @@ ROUTES = [{"events": ["*"], "action": "count", "handler": "tests.support.handler
 
 
 def hookinbox(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60, cwd: Path = REPO
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "hookinbox.cli", *args],
@@ -27,7 +27,7 @@ def hookinbox(
         capture_output=True,
         text=True,
         timeout=timeout,
-        cwd=REPO,
+        cwd=cwd,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import click
 
+from hookinbox.cli.configuration import config_group
 from hookinbox.cli.deliveries import deliveries
 from hookinbox.cli.dlq import dlq
 from hookinbox.cli.maintenance import purge, reconcile
@@ -35,6 +36,7 @@ for command in (
     serve,
     worker,
     migrate,
+    config_group,
     send,
     deliveries,
     dlq,

@@ -18,11 +18,14 @@ from hookinbox.cli.common import (
     reports_errors,
     run,
 )
+from hookinbox.cli.configuration import check_config, checked_inbox
 from hookinbox.config import Config, load_config, resolve_config_path
-from hookinbox.logs import configure_logging
+from hookinbox.logs import configure_logging, get_logger
 from hookinbox.store import (
     open_store_for,
 )
+
+log = get_logger("hookinbox.cli.serve")
 
 
 @click.command()
@@ -50,13 +53,11 @@ def serve(
     log_level: str,
 ) -> None:
     """Receive webhooks (and run workers, unless --no-workers)."""
-    from hookinbox.app import Inbox
     from hookinbox.server import ConnectionLimits, run_server
 
     config = load_config(config_path)
-    config.require_secrets()
     configure_logging(log_format, log_level, capture_libraries=True)  # type: ignore[arg-type]
-    inbox = Inbox(config, run_workers=not no_workers)
+    inbox = checked_inbox(config, run_workers=not no_workers)
     run(_preflight(config))
     limits = ConnectionLimits.from_config(config.server)
     bind_host = host or config.server.host
@@ -64,6 +65,7 @@ def serve(
     operator = None
     if config.server.admin_port is not None:
         operator = (config.server.admin_host, config.server.admin_port)
+    log.info("serve_urls", **serve_urls(bind_host, bind_port, operator))
     if processes == 1:
         run_server(
             inbox.app, limits, host=bind_host, port=bind_port, processes=1, operator=operator
@@ -108,6 +110,30 @@ def shared_metrics_dir() -> Iterator[str]:
     finally:
         os.environ.pop(MULTIPROC_ENV, None)
         shutil.rmtree(path, ignore_errors=True)
+
+
+def serve_urls(host: str, port: int, operator: tuple[str, int] | None) -> dict[str, str]:
+    """Where each surface answers: the webhooks on the main listener, the operator
+    surfaces there too or on ``[server] admin_port``; the admin and the API say how they
+    are turned on when they are off (a bare 404 explains nothing)."""
+    from hookinbox.admin.auth import ADMIN_TOKEN_ENV
+    from hookinbox.api import TOKENS_ENV
+
+    def url(where: tuple[str, int], path: str) -> str:
+        bound = f"[{where[0]}]" if ":" in where[0] else where[0]
+        return f"http://{bound}:{where[1]}{path}"
+
+    ops = operator or (host, port)
+    admin = (
+        url(ops, "/admin/") if os.environ.get(ADMIN_TOKEN_ENV) else f"off (set {ADMIN_TOKEN_ENV})"
+    )
+    api = url(ops, "/api/v1/") if os.environ.get(TOKENS_ENV) else f"off (set {TOKENS_ENV})"
+    return {
+        "webhooks": url((host, port), "/webhooks/{source}"),
+        "admin": admin,
+        "api": api,
+        "metrics": url(ops, "/metrics"),
+    }
 
 
 async def _preflight(config: Config) -> None:
@@ -163,14 +189,19 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
 
 @click.command()
 @config_option
+@click.option(
+    "--create", is_flag=True, help="Make the SQLite file's directory when it does not exist."
+)
 @reports_errors
-def migrate(config_path: str | None) -> None:
-    """Apply pending schema migrations (serve and worker also do this at start-up)."""
+def migrate(config_path: str | None, create: bool) -> None:
+    """Check the config as `serve` does, then apply pending schema migrations (serve and
+    worker also do this at start-up)."""
     config = load_config(config_path)
+    check_config(config)
 
     async def go() -> list[str]:
         store = open_store_for(config.database)
-        await store.open(migrate=False)
+        await store.open(migrate=False, make_dirs=create)
         try:
             return await store.migrate()
         finally:

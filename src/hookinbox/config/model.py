@@ -8,16 +8,20 @@ holds them (``secret_env``) and they are read only at the edge, by :meth:`Source
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import ipaddress
 import os
 import re
 import tomllib
+import types
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    BaseModel,
     Field,
     ValidationError,
     ValidationInfo,
@@ -361,8 +365,13 @@ class Server(Frozen):
 
 
 class Config(Frozen):
-    #: The store: ``sqlite:///PATH`` (embedded) or ``postgresql://...`` (production).
+    #: The store: ``sqlite:///PATH`` (embedded; a relative PATH is relative to the config
+    #: file's directory) or ``postgresql://...`` (production; libpq's ``PGPASSWORD`` and
+    #: ``~/.pgpass`` supply a password the URL leaves out).
     database: str = "sqlite:///var/hookinbox.db"
+    #: The environment variable holding the store's URL, instead of ``database``: for a
+    #: URL with a password in it, which the file never holds.
+    database_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     #: The webhook endpoints, by name (``[sources.NAME]``).
     sources: dict[str, Source] = Field(default_factory=dict)
     #: Workers (``[worker]``).
@@ -475,15 +484,91 @@ def _refuse_secrets(data: Any, path: str) -> None:
         )
 
 
-def config_from_mapping(data: Mapping[str, Any]) -> Config:
+def config_from_mapping(
+    data: Mapping[str, Any], *, base: Path | None = None, environ: Mapping[str, str] | None = None
+) -> Config:
+    """The validated config of ``data``. ``base``: the directory a relative SQLite path is
+    relative to (the config file's), else the working directory. ``database_env`` is read
+    from ``environ`` (the process's environment unless given)."""
     _refuse_secrets(data, "")
+    data = _with_database(data, base, os.environ if environ is None else environ)
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "config"
-        message = first["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"{where}: {message}") from None
+        raise ConfigError(_first_problem(exc)) from None
+
+
+def _with_database(data: Mapping[str, Any], base: Path | None, environ: Mapping[str, str]) -> Any:
+    """``database`` from ``database_env`` when it names one, and a relative SQLite path
+    anchored at ``base``: the same file whatever directory the command is run from."""
+    data = dict(data)
+    name = data.get("database_env")
+    if isinstance(name, str) and name:
+        if "database" in data:
+            raise ConfigError("database_env: set database or database_env, not both")
+        url = environ.get(name, "").strip()
+        if not url:
+            raise ConfigError(f"database_env: environment variable {name} is not set or empty")
+        data["database"] = url
+    elif "database" not in data:
+        return data
+    url = data["database"]
+    if base is not None and isinstance(url, str) and url.startswith("sqlite:///"):
+        path, sep, query = url.removeprefix("sqlite:///").partition("?")
+        if path and path != ":memory:" and not Path(path).is_absolute():
+            data["database"] = f"sqlite:///{(base / path).resolve()}{sep}{query}"
+    return data
+
+
+def _first_problem(exc: ValidationError) -> str:
+    """One line naming the key. An unknown key comes first, with the known key it is
+    closest to: a typo (``secret_evn``) would otherwise read as a missing ``secret_env``."""
+    errors = exc.errors()
+    unknown = [error for error in errors if error["type"] == "extra_forbidden"]
+    first = unknown[0] if unknown else errors[0]
+    where = ".".join(str(part) for part in first["loc"]) or "config"
+    if unknown:
+        close = difflib.get_close_matches(str(first["loc"][-1]), _keys_at(first["loc"][:-1]), 1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"{where}: unknown key{hint}"
+    return f"{where}: {first['msg'].removeprefix('Value error, ')}"
+
+
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the table at ``loc`` takes, found by walking the models down the path."""
+    annotation: Any = Config
+    for part in loc:
+        annotation = _unwrapped(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field = annotation.model_fields.get(str(part))
+            if field is None:
+                return []
+            annotation = field.annotation
+        elif typing.get_origin(annotation) is dict:
+            annotation = typing.get_args(annotation)[1]
+        elif typing.get_origin(annotation) in (tuple, list):
+            annotation = typing.get_args(annotation)[0]
+        else:
+            return []
+    annotation = _unwrapped(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return list(annotation.model_fields)
+    return []
+
+
+def _unwrapped(annotation: Any) -> Any:
+    """``X`` of ``Annotated[X, ...]`` and of ``X | None``."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+            if len(args) != 1:
+                return annotation
+            annotation = args[0]
+        else:
+            return annotation
 
 
 def resolve_config_path(path: str | None) -> Path:
@@ -500,7 +585,7 @@ def load_config(path: str | Path | None = None) -> Config:
         raise ConfigError(f"config file not found: {file}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
-    return config_from_mapping(data)
+    return config_from_mapping(data, base=file.resolve().parent)
 
 
 StoreKind = Literal["sqlite", "postgres"]

@@ -60,13 +60,17 @@ class Store:
         self.admin_sessions = AdminSessions(driver)
         self.destinations = Destinations(driver)
 
-    async def open(self, *, migrate: bool = True, create: bool = True) -> None:
+    async def open(
+        self, *, migrate: bool = True, create: bool = True, make_dirs: bool = False
+    ) -> None:
         """Connect, and apply pending migrations unless told not to.
 
         ``create=False`` (every operator command) opens only a store that exists and holds
         hookinbox's schema, else raises StoreNotFound: no SQLite file is made, no schema
-        laid into an empty database. Pending migrations of an existing store still apply."""
-        await self._db.open(create=create)
+        laid into an empty database. Pending migrations of an existing store still apply.
+        A SQLite file whose directory does not exist is StoreNotFound unless ``make_dirs``
+        (``hookinbox migrate --create``)."""
+        await self._db.open(create=create, make_dirs=make_dirs)
         if not create and not await self._db.has_schema():
             await self._db.close()
             raise StoreNotFound("the database holds no hookinbox store (run `hookinbox migrate`)")

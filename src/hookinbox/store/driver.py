@@ -41,10 +41,10 @@ class Driver(abc.ABC):
 
     # -- lifecycle --------------------------------------------------------------------
     @abc.abstractmethod
-    async def open(self, *, create: bool = True) -> None:
+    async def open(self, *, create: bool = True, make_dirs: bool = False) -> None:
         """Connect; raise StoreUnavailable when the database cannot be had, and
         StoreNotFound when it does not exist and ``create`` is false (a SQLite file is
-        then never made)."""
+        then never made). A SQLite file's directory is made only with ``make_dirs``."""
 
     @abc.abstractmethod
     async def close(self) -> None: ...

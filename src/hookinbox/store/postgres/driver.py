@@ -87,7 +87,7 @@ class PostgresDriver(Driver):
         return value  # type: ignore[no-any-return]
 
     # -- lifecycle ----------------------------------------------------------------------
-    async def open(self, *, create: bool = True) -> None:
+    async def open(self, *, create: bool = True, make_dirs: bool = False) -> None:
         """Connecting never creates a PostgreSQL database, whatever ``create`` says."""
         try:
             self._pool = await asyncpg.create_pool(

@@ -55,8 +55,6 @@ class _DatabaseThread:
             raise StoreUnavailable(f"cannot open SQLite database: {self._error}") from self._error
 
     def _connect(self) -> sqlite3.Connection:
-        if self._path != ":memory:":
-            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
@@ -170,10 +168,20 @@ class SQLiteDriver(Driver):
         refused = (UnicodeError, OverflowError, sqlite3.DataError, sqlite3.IntegrityError)
         return isinstance(exc, StoreError) and isinstance(exc.__cause__, refused)
 
-    async def open(self, *, create: bool = True) -> None:
+    async def open(self, *, create: bool = True, make_dirs: bool = False) -> None:
         path = self._db.path
         if not create and (path == ":memory:" or not await asyncio.to_thread(Path(path).is_file)):
             raise StoreNotFound(f"no SQLite store at {path!r}")
+        if path != ":memory:":
+            folder = Path(path).parent
+            if make_dirs:
+                await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+            elif not await asyncio.to_thread(folder.is_dir):
+                # A mistyped path never makes a new, empty store somewhere new.
+                raise StoreNotFound(
+                    f"no directory {str(folder)!r} for the SQLite store"
+                    " (`hookinbox migrate --create` makes it)"
+                )
         self._wakeup = asyncio.Event()
         await asyncio.to_thread(self._db.start)
 
