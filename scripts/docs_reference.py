@@ -41,6 +41,7 @@ from hookinbox.config.operations import Operations
 from hookinbox.config.rejected import RejectedSettings
 from hookinbox.config.resources import MachineConfig, OutboxSettings, ResourceBinding
 from hookinbox.config.schemes import (
+    SCHEME_NAMES,
     CredentialsOptions,
     FingerprintPolicy,
     HmacOptions,
@@ -89,6 +90,10 @@ TABLES: list[tuple[str, type[BaseModel], str]] = [
         "A forward destination: its rate, forwards in flight and circuit breaker.",
     ),
 ]
+
+
+#: Fields validated against a list kept in the code: the list is written out from there.
+ALLOWED: dict[tuple[type[BaseModel], str], tuple[str, ...]] = {(Source, "scheme"): SCHEME_NAMES}
 
 
 # -- the configuration reference ----------------------------------------------------------
@@ -203,9 +208,14 @@ def configuration_page() -> str:
         lines += ["| key | type | default | bounds | what it is |", "|---|---|---|---|---|"]
         for field, info in model.model_fields.items():
             name = info.alias or field
+            what = comments.get(field) or info.description or ""
+            allowed = ALLOWED.get((model, field))
+            if allowed:
+                what = re.sub(r"[:,]? ?one of ``\w+``", "", what).rstrip(".")
+                what += ": one of " + ", ".join(f"`{value}`" for value in allowed) + "."
             lines.append(
                 f"| `{name}` | {cell(type_name(info.annotation))} | {cell(default_of(info))} | "
-                f"{cell(bounds(info))} | {cell(comments.get(field) or info.description or '')} |"
+                f"{cell(bounds(info))} | {cell(what)} |"
             )
         lines.append("")
     return "\n".join(lines)

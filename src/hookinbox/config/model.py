@@ -141,7 +141,7 @@ class Route(Frozen):
 class Source(Frozen):
     """One webhook endpoint: ``POST /webhooks/{name}``."""
 
-    #: How deliveries are signed: standard-webhooks, stripe, github, shopify, slack, hmac, sdk.
+    #: How deliveries are signed (docs/schemes.md): one of ``SCHEME_NAMES``.
     scheme: str = "standard-webhooks"
     #: The environment variable holding the secret(s), space-separated while rotating.
     secret_env: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
