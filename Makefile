@@ -3,24 +3,16 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
-# Demo secrets for the quickstart only; real deployments set their own in the environment.
-QUICKSTART_SECRET     ?= whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
-STRIPE_WEBHOOK_SECRET ?= whsec_quickstart_stripe_demo
-GITHUB_WEBHOOK_SECRET ?= quickstart-github-demo
-SHOPIFY_CLIENT_SECRET ?= quickstart-shopify-demo
-SLACK_SIGNING_SECRET  ?= quickstart-slack-demo
-VIDEO_WEBHOOK_SECRET  ?= quickstart-video-demo
-TWILIO_AUTH_TOKEN     ?= quickstart-twilio-demo
-PARTNER_API_KEY       ?= quickstart-partner-demo
-LEGACY_BASIC_AUTH     ?= quickstart:legacy-demo
-MUX_WEBHOOK_SECRET    ?= quickstart-mux-demo
-export QUICKSTART_SECRET STRIPE_WEBHOOK_SECRET GITHUB_WEBHOOK_SECRET SHOPIFY_CLIENT_SECRET
-export SLACK_SIGNING_SECRET VIDEO_WEBHOOK_SECRET TWILIO_AUTH_TOKEN PARTNER_API_KEY
-export LEGACY_BASIC_AUTH MUX_WEBHOOK_SECRET
+# The quickstart's demo environment (its sources' secrets, the admin and API tokens: demo
+# values) for `make run`, `make demo` and `make shell` only; never for the tests.
+# DEMO_CONFIG and DEMO_TARGET_PORT move the demo elsewhere (the README's test does).
+DEMO_CONFIG ?= $(CURDIR)/examples/quickstart.toml
+DEMO_TARGET_PORT ?= 9000
+DEMO_ENV := set -a && . examples/quickstart.env && HOOKINBOX_CONFIG=$(DEMO_CONFIG) && set +a
 # Parallel test workers: the slow scenarios mostly wait on leases and processes.
 TEST_WORKERS ?= 4
 
-.PHONY: venv run demo test lint fmt bench bench-deps chaos postgres chromium clean docs \
+.PHONY: venv run-venv run demo shell test lint fmt bench bench-deps chaos postgres chromium clean docs \
 	docs-deps examples example-crm example-video example-fastapi example-django
 
 # version.py too: the installed metadata carries the version (pyproject reads it there).
@@ -32,9 +24,24 @@ $(STAMP): pyproject.toml src/hookinbox/version.py
 
 venv: $(STAMP)
 
-run: venv
-	mkdir -p var
-	$(BIN)/hookinbox serve --config examples/quickstart.toml --log-format console
+# `make run` needs only the package and the one extra the quickstart uses, installed with
+# uv (itself installed by pip into the venv): seconds, where pip takes half a minute for
+# the same set. `make venv` later adds pip and the test tools to the same .venv.
+RUN_STAMP := $(VENV)/.run-stamp
+$(RUN_STAMP): pyproject.toml src/hookinbox/version.py
+	if ! [ $(STAMP) -nt pyproject.toml ]; then \
+	  { test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV); } && \
+	  { test -x $(BIN)/uv || $(PYTHON) -m pip --python $(BIN)/python install --quiet 'uv>=0.5,<1'; } && \
+	  $(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[standardwebhooks]'; \
+	fi
+	touch $(RUN_STAMP)
+
+run-venv: $(RUN_STAMP)
+
+# The whole quickstart: the store, a forward target on :9000, `hookinbox serve` on :8080
+# with the admin and the API on; prints the URLs and demo tokens (examples/quickstart_demo.py).
+run: run-venv
+	$(BIN)/python examples/quickstart_demo.py --config $(DEMO_CONFIG) --target-port $(DEMO_TARGET_PORT)
 
 postgres:
 	@scripts/ensure-postgres.sh
@@ -89,7 +96,7 @@ chaos: venv
 	PYTHONPATH=scripts $(BIN)/python -m chaos $(CHAOS_ARGS)
 
 clean:
-	rm -rf $(VENV) var test-output .pytest_cache .mypy_cache .ruff_cache site dist
+	rm -rf $(VENV) var examples/var test-output .pytest_cache .mypy_cache .ruff_cache site dist
 
 # Each example runs with one command and prints what happened (examples/README.md).
 example-crm example-video example-fastapi example-django: venv
@@ -97,9 +104,17 @@ example-crm example-video example-fastapi example-django: venv
 
 examples: example-crm example-video example-fastapi example-django
 
-# With `make run` going in another terminal: a delivery, its duplicate, a tampered copy.
-demo: venv
-	$(BIN)/hookinbox send --config examples/quickstart.toml --source openai --id evt_demo_1 --repeat 3 --concurrent
-	$(BIN)/hookinbox send --config examples/quickstart.toml --source openai --tamper
-	$(BIN)/hookinbox send --config examples/quickstart.toml --source stripe --type invoice.paid --repeat 2
-	$(BIN)/hookinbox deliveries show evt_demo_1 --config examples/quickstart.toml
+# With `make run` going in another terminal: a delivery, its duplicates, a tampered copy,
+# the journal entry; the Stripe delivery's billing forward fails into a dead letter.
+demo: run-venv
+	@$(DEMO_ENV) && set -x && \
+	$(BIN)/hookinbox send --source openai --id evt_demo_1 --type response.completed --repeat 3 --concurrent && \
+	$(BIN)/hookinbox send --source openai --tamper && \
+	$(BIN)/hookinbox send --source stripe --type invoice.paid --repeat 2 && \
+	$(BIN)/hookinbox deliveries show evt_demo_1
+
+# A shell with the quickstart's demo environment and .venv/bin on PATH: the README's and
+# docs/quickstart.md's commands work in it as written (`exit` leaves it).
+shell: run-venv
+	@echo "hookinbox demo shell: HOOKINBOX_CONFIG=$(DEMO_CONFIG), demo secrets and tokens set; exit to leave"
+	@$(DEMO_ENV) && PATH="$(CURDIR)/$(BIN):$$PATH" exec $${SHELL:-/bin/sh}

@@ -16,22 +16,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.configs import quickstart_environment
 from tests.support.processes import REPO, HookinboxProcess, free_port, hookinbox_env
 
 QUICKSTART = REPO / "examples" / "quickstart.toml"
-#: The demo secrets `make run` exports for the quickstart (see the Makefile).
-DEMO_SECRETS = {
-    "QUICKSTART_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-    "STRIPE_WEBHOOK_SECRET": "whsec_quickstart_stripe_demo",
-    "GITHUB_WEBHOOK_SECRET": "quickstart-github-demo",
-    "SHOPIFY_CLIENT_SECRET": "quickstart-shopify-demo",
-    "SLACK_SIGNING_SECRET": "quickstart-slack-demo",
-    "VIDEO_WEBHOOK_SECRET": "quickstart-video-demo",
-    "TWILIO_AUTH_TOKEN": "quickstart-twilio-demo",
-    "PARTNER_API_KEY": "quickstart-partner-demo",
-    "LEGACY_BASIC_AUTH": "quickstart:legacy-demo",
-    "MUX_WEBHOOK_SECRET": "quickstart-mux-demo",
-}
+DEMO_SECRETS = quickstart_environment()
 #: An event type each provider really sends.
 TYPES = {
     "openai": "response.completed",

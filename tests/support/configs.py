@@ -8,6 +8,15 @@ from typing import Any
 
 from tests.support.signing import SECRET_ENV
 
+REPO = Path(__file__).resolve().parents[2]
+
+
+def quickstart_environment() -> dict[str, str]:
+    """examples/quickstart.env: the demo environment `make run` and `make shell` set (the
+    quickstart sources' secrets, the admin and API tokens)."""
+    lines = (REPO / "examples" / "quickstart.env").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if line.strip() and not line.startswith("#"))
+
 
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
