@@ -146,7 +146,7 @@ class Demo:
             input=stdin,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=240,
         )
 
 
