@@ -120,6 +120,8 @@ def test_migrate_runs_the_same_check_and_makes_no_store(tmp_path: Path) -> None:
     checked = hookinbox("config", "check", "--config", str(config))
     assert checked.returncode == 0, checked.stderr
     assert checked.stdout.strip() == "config ok: 1 sources, 1 routes"
+    as_json = hookinbox("config", "check", "--json", "--config", str(config))
+    assert json.loads(as_json.stdout) == {"ok": True, "sources": 1, "routes": 1}
 
 
 def test_database_env_unset_is_one_line_naming_it(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from hookinbox.cli.common import config_option, reports_errors
+from hookinbox.cli.common import config_option, json_option, print_json, reports_errors
 from hookinbox.config import Config, load_config
 
 if TYPE_CHECKING:
@@ -40,11 +40,15 @@ def config_group() -> None:
 
 @config_group.command("check")
 @config_option
+@json_option
 @reports_errors
-def check(config_path: str | None) -> None:
+def check(config_path: str | None, as_json: bool) -> None:
     """Check the config as `serve` does (secrets, handlers, destinations, filters,
     machines, tokens) without opening the store; exit 2 with one line naming the key."""
     config = load_config(config_path)
     check_config(config)
     routes = sum(len(source.routes) for source in config.sources.values())
-    click.echo(f"config ok: {len(config.sources)} sources, {routes} routes")
+    if as_json:
+        print_json({"ok": True, "sources": len(config.sources), "routes": routes})
+    else:
+        click.echo(f"config ok: {len(config.sources)} sources, {routes} routes")
