@@ -5,8 +5,12 @@ formats these constants, never input, into its statements), the worker and the r
 raise and compare them, and operators read them in ``dlq list``, ``trace`` and the admin.
 A code is an id, never a message: it never quotes a payload or an exception's text.
 
-Job states are the store's (``accepted``, ``processing``, ``completed``, ``failed``); the
-codes below say *why* a job or an attempt ended where it did.
+The states and outcomes are enums here too, each meaning written once beside its values:
+a job's :class:`JobState`, how a retry policy decides (:class:`RetryKind`), how a
+settlement ends the job (:class:`SettleOutcome`: the state it leaves, the attempt's
+:class:`AttemptOutcome`, whether the attempt is given back) and the :class:`JobCode` that
+says *why* a job or an attempt ended where it did. They are ``StrEnum``: the SQL and the
+stored rows hold the same strings.
 """
 
 from __future__ import annotations
@@ -79,6 +83,61 @@ class AttemptOutcome(StrEnum):
     FAILED = "failed"
     PARKED = "parked"
     LEASE_EXPIRED = "lease_expired"
+
+
+class JobState(StrEnum):
+    """Where a job is (the ``state`` of a job row)."""
+
+    ACCEPTED = "accepted"
+    PROCESSING = "processing"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class SettleOutcome(StrEnum):
+    """How a settled attempt ends its job: ``completed``; ``retry`` (back to accepted, an
+    attempt spent); ``deferred`` (back to accepted, the attempt given back: the job only
+    waited on something outside itself); ``failed`` (a dead letter)."""
+
+    COMPLETED = "completed"
+    RETRY = "retry"
+    DEFERRED = "deferred"
+    FAILED = "failed"
+
+    @property
+    def job_state(self) -> JobState:
+        """The state the job is left in."""
+        if self is SettleOutcome.COMPLETED:
+            return JobState.COMPLETED
+        return JobState.FAILED if self is SettleOutcome.FAILED else JobState.ACCEPTED
+
+    @property
+    def attempt_outcome(self) -> AttemptOutcome:
+        """The outcome its attempt row records (the same word)."""
+        return AttemptOutcome(self.value)
+
+    @property
+    def gives_attempt_back(self) -> bool:
+        """The attempt is not counted: the job waited, it did not fail."""
+        return self is SettleOutcome.DEFERRED
+
+
+class RetryKind(StrEnum):
+    """What a retry policy decides over a failed attempt (``work/retry_policy.py``)."""
+
+    #: Again after a wait, the attempt spent.
+    RETRY = "retry"
+    #: Again after a wait, the attempt given back.
+    DEFER = "defer"
+    #: To the dead letters.
+    DEAD_LETTER = "dead_letter"
+
+    @property
+    def settles_as(self) -> SettleOutcome:
+        """The settlement the store takes for this decision."""
+        if self is RetryKind.RETRY:
+            return SettleOutcome.RETRY
+        return SettleOutcome.DEFERRED if self is RetryKind.DEFER else SettleOutcome.FAILED
 
 
 class Trigger(StrEnum):

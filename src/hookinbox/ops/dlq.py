@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from hookinbox.codes import Trigger
+from hookinbox.codes import JobState, Trigger
 from hookinbox.config import Config
 from hookinbox.errors import InvalidArgument, NotFound, OperationRefused, PayloadPurged
 from hookinbox.ops.eligibility import why_not_runnable
@@ -239,7 +239,7 @@ async def _requeue(
             moved.update(
                 await store.queue.requeue_jobs(
                     ids,
-                    from_states=("failed",),
+                    from_states=(JobState.FAILED,),
                     trigger=Trigger.DLQ_RETRY,
                     more_attempts=grant,
                     actor=actor,

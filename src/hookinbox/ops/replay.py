@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hookinbox.codes import Trigger
+from hookinbox.codes import JobState, Trigger
 from hookinbox.config import Config
 from hookinbox.errors import NotFound, OperationRefused, PayloadPurged
 from hookinbox.ids import forward_effect_key
@@ -189,7 +189,7 @@ async def replay(
         moved.update(
             await store.queue.requeue_jobs(
                 ids,
-                from_states=("completed", "failed"),
+                from_states=(JobState.COMPLETED, JobState.FAILED),
                 trigger=Trigger.REPLAY,
                 more_attempts=grant,
                 actor=actor,

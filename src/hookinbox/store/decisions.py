@@ -17,8 +17,7 @@ from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 from hookinbox.backoff import backoff_seconds
-from hookinbox.codes import AttemptOutcome, JobCode
-from hookinbox.store.records import JobState
+from hookinbox.codes import AttemptOutcome, JobCode, JobState
 from hookinbox.store.resource_records import Outcome, ParkPolicy, ResourceEvent
 from hookinbox.store.sql import Row
 
@@ -62,15 +61,15 @@ def park_due(checks: int, now: datetime, deadline: datetime, policy: ParkPolicy)
     return min(now + timedelta(seconds=delay), deadline)
 
 
-def job_settlement(outcome: Outcome) -> tuple[JobState, str | None, str]:
+def job_settlement(outcome: Outcome) -> tuple[JobState, str | None, AttemptOutcome]:
     """What applying an event means for its job: ``(state, last_error, attempt outcome)``.
     A parked event waits (accepted), one still unknown at its deadline is a dead letter,
     anything else completes the job (a refusal is recorded, not retried)."""
     if outcome == "parked":
-        return "accepted", JobCode.PARKED, AttemptOutcome.PARKED
+        return JobState.ACCEPTED, JobCode.PARKED, AttemptOutcome.PARKED
     if outcome == "unknown_resource":
-        return "failed", JobCode.UNKNOWN_RESOURCE, AttemptOutcome.FAILED
-    return "completed", None if outcome == "applied" else outcome, AttemptOutcome.COMPLETED
+        return JobState.FAILED, JobCode.UNKNOWN_RESOURCE, AttemptOutcome.FAILED
+    return JobState.COMPLETED, None if outcome == "applied" else outcome, AttemptOutcome.COMPLETED
 
 
 def outbox_row(kind: str, resource: Row, previous: str, state: str) -> tuple[str, str]:

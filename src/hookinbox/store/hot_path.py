@@ -20,7 +20,6 @@ from hookinbox.errors import StoreError
 from hookinbox.store.records import (
     AttemptDetail,
     ClaimedJob,
-    JobState,
     NewDelivery,
     Reservation,
     Settlement,
@@ -324,31 +323,23 @@ _END_SETTLED = Sql(
 END_LEASED_ATTEMPT = Sql(end_attempts_from() + "jobs WHERE id = :id AND state = 'processing'")
 
 
-#: What each settle outcome writes: the job's next state, the attempt's outcome, and
-#: whether the attempt is given back.
-_SETTLED_AS: dict[SettleOutcome, tuple[JobState, AttemptOutcome, int]] = {
-    "completed": ("completed", AttemptOutcome.COMPLETED, 0),
-    "retry": ("accepted", AttemptOutcome.RETRY, 0),
-    "deferred": ("accepted", AttemptOutcome.DEFERRED, 1),
-    "failed": ("failed", AttemptOutcome.FAILED, 0),
-}
 _NO_DETAIL = AttemptDetail()
 
 
 def settle_params(settlement: Settlement) -> dict[str, Any]:
     """One settlement as the parameters of :data:`_FINISH` and :data:`_END_SETTLED`
     (and of a row of PostgreSQL's batch)."""
-    state, outcome, refund = _SETTLED_AS[settlement.outcome]
+    outcome = SettleOutcome(settlement.outcome)
     detail = settlement.detail or _NO_DETAIL
     return {
         "id": settlement.job_id,
         "token": settlement.lease_token,
-        "state": state,
-        "outcome": outcome.value,
+        "state": outcome.job_state.value,
+        "outcome": outcome.attempt_outcome.value,
         "error": settlement.error_code,
         "business_id": settlement.business_id,
         "delay": float(settlement.delay_seconds),
-        "refund": refund,
+        "refund": int(outcome.gives_attempt_back),
         "target": detail.target,
         "http_status": detail.http_status,
         "snippet": detail.snippet,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from hookinbox.codes import DEFERRING_STATUSES, AttemptOutcome, http_status_code
+from hookinbox.codes import DEFERRING_STATUSES, AttemptOutcome, SettleOutcome, http_status_code
 from hookinbox.store.audit import AUDIT
 from hookinbox.store.hot_path import (
     CLEAR_LEASE,
@@ -199,7 +199,9 @@ class Queue:
     ) -> bool:
         """Mark completed if the lease is still ours; False when it was lost."""
         return await self._settle_one(
-            Settlement(job_id, lease_token, "completed", business_id=business_id, detail=detail)
+            Settlement(
+                job_id, lease_token, SettleOutcome.COMPLETED, business_id=business_id, detail=detail
+            )
         )
 
     async def retry_job(
@@ -213,7 +215,9 @@ class Queue:
     ) -> bool:
         """Back to accepted, due after ``delay_seconds`` from the database clock."""
         return await self._settle_one(
-            Settlement(job_id, lease_token, "retry", error_code, delay_seconds, detail=detail)
+            Settlement(
+                job_id, lease_token, SettleOutcome.RETRY, error_code, delay_seconds, detail=detail
+            )
         )
 
     async def defer_job(
@@ -228,7 +232,9 @@ class Queue:
         """Back to accepted after ``delay_seconds`` without spending an attempt: the job
         waits for something outside itself (another job holding its effect's key)."""
         return await self._settle_one(
-            Settlement(job_id, lease_token, "deferred", reason, delay_seconds, detail=detail)
+            Settlement(
+                job_id, lease_token, SettleOutcome.DEFERRED, reason, delay_seconds, detail=detail
+            )
         )
 
     async def fail_job(
@@ -241,7 +247,7 @@ class Queue:
     ) -> bool:
         """Dead-letter the job with its error code."""
         return await self._settle_one(
-            Settlement(job_id, lease_token, "failed", error_code, detail=detail)
+            Settlement(job_id, lease_token, SettleOutcome.FAILED, error_code, detail=detail)
         )
 
     async def count_target_deferrals(self, job_id: str) -> int:

@@ -15,14 +15,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
-from typing import Any, Literal, Self, TypeVar, get_args
+from typing import Any, Literal, Self, TypeVar
 
 import orjson
 
+from hookinbox.codes import JobState as JobState
+from hookinbox.codes import SettleOutcome as SettleOutcome
 from hookinbox.store.sql import DecodeTime, Row
 
-JobState = Literal["accepted", "processing", "completed", "failed"]
-JOB_STATES: tuple[JobState, ...] = get_args(JobState)
+#: The job states as plain strings, for choices and filters.
+JOB_STATES: tuple[str, ...] = tuple(state.value for state in JobState)
 DeliveryStatus = Literal["accepted", "processing", "completed", "failed"]
 
 R = TypeVar("R")
@@ -161,12 +163,6 @@ class ClaimedJob:
             # several times faster, once per claimed job.
             headers=orjson.loads(headers) if headers else {},
         )
-
-
-#: How a settled attempt ends: ``completed``; ``retry`` (back to accepted, an attempt
-#: spent); ``deferred`` (back to accepted, the attempt given back: the job only waited on
-#: something outside itself); ``failed`` (a dead letter).
-SettleOutcome = Literal["completed", "retry", "deferred", "failed"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,10 +17,9 @@ move the schedule on.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from hookinbox.backoff import JITTER, backoff_seconds
-from hookinbox.codes import DEFERRING_STATUSES, JobCode
+from hookinbox.codes import DEFERRING_STATUSES, JobCode, RetryKind, SettleOutcome
 from hookinbox.config import Route, Worker
 from hookinbox.errors import TargetAnswered
 from hookinbox.work.destinations import DestinationHeld
@@ -58,9 +57,14 @@ class Decision:
     """How the job is settled: ``retry`` (spends the attempt), ``defer`` (gives it back)
     or ``dead_letter``; ``delay`` seconds from the database clock."""
 
-    kind: Literal["retry", "defer", "dead_letter"]
+    kind: RetryKind
     code: str
     delay: float = 0.0
+
+    @property
+    def outcome(self) -> SettleOutcome:
+        """The settlement the store takes."""
+        return self.kind.settles_as
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,24 +103,24 @@ class RetryPolicy:
         """``attempts``/``max_attempts`` as the claimed job holds them (this attempt
         counted); ``deferrals``: waits asked by the target that spent no attempt so far."""
         if failure.final:
-            return Decision("dead_letter", failure.code)
+            return Decision(RetryKind.DEAD_LETTER, failure.code)
         if failure.held_seconds is not None:
-            return Decision("defer", failure.code, self.hold(failure, max_attempts))
+            return Decision(RetryKind.DEFER, failure.code, self.hold(failure, max_attempts))
         if failure.status == 410:
-            return Decision("dead_letter", JobCode.GONE)
+            return Decision(RetryKind.DEAD_LETTER, JobCode.GONE)
         if failure.status is not None and failure.status in self.dead_letter_on:
-            return Decision("dead_letter", failure.code)
+            return Decision(RetryKind.DEAD_LETTER, failure.code)
         asked: float | None = None
         if self.asks_to_wait(failure):
             asked = min(float(failure.retry_after_seconds or 0.0), self.retry_after_max)
             if deferrals < self.free_deferrals:
-                return Decision("defer", failure.code, asked)
+                return Decision(RetryKind.DEFER, failure.code, asked)
         left = max_attempts - attempts
         if left <= 0:
-            return Decision("dead_letter", failure.code)
+            return Decision(RetryKind.DEAD_LETTER, failure.code)
         if asked is not None:
-            return Decision("retry", failure.code, asked)
-        return Decision("retry", failure.code, self.wait_after(self.attempts - left))
+            return Decision(RetryKind.RETRY, failure.code, asked)
+        return Decision(RetryKind.RETRY, failure.code, self.wait_after(self.attempts - left))
 
     def hold(self, failure: Failure, max_attempts: int) -> float:
         """How long a job held by its destination waits. A full destination's short wait

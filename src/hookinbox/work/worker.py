@@ -22,12 +22,12 @@ from typing import Any
 import httpx
 
 from hookinbox.backoff import JITTER, backoff_seconds
-from hookinbox.codes import JobCode, error_code_of
+from hookinbox.codes import JobCode, SettleOutcome, error_code_of
 from hookinbox.config import Config
 from hookinbox.errors import MalformedJson, TargetAnswered
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
-from hookinbox.store import AttemptDetail, ClaimedJob, Settlement, SettleOutcome, Store
+from hookinbox.store import AttemptDetail, ClaimedJob, Settlement, Store
 from hookinbox.tracing import Tracing, build_tracing
 from hookinbox.verify.bodies import BodyReader
 from hookinbox.work.actions import Action, Event
@@ -266,7 +266,9 @@ class WorkerPool:
             # then its effect is recorded or its worker is gone.
             delay = min(self._settings.lease_seconds, self._backoff(job.attempts))
             detail = self._detail(job, started)
-            return Settlement(job.id, job.lease_token, "deferred", exc.code, delay, detail=detail)
+            return Settlement(
+                job.id, job.lease_token, SettleOutcome.DEFERRED, exc.code, delay, detail=detail
+            )
         except TimeoutError:
             failure = Failure(JobCode.JOB_TIMEOUT)
             return await self._failure(job, failure, self._detail(job, started))
@@ -276,7 +278,8 @@ class WorkerPool:
         if isinstance(result, JobSettled):
             return result
         detail = self._detail(job, started, answered=answered[0] if answered else None)
-        return Settlement(job.id, job.lease_token, "completed", business_id=result, detail=detail)
+        completed = SettleOutcome.COMPLETED
+        return Settlement(job.id, job.lease_token, completed, business_id=result, detail=detail)
 
     async def _failure(
         self, job: ClaimedJob, failure: Failure, detail: AttemptDetail
@@ -292,9 +295,8 @@ class WorkerPool:
                 "job_settle_failed", **fields, error=failure.code, store_error=error_code_of(exc)
             )
             return None
-        outcome = _SETTLED_BY[decision.kind]
         return Settlement(
-            job.id, job.lease_token, outcome, decision.code, decision.delay, detail=detail
+            job.id, job.lease_token, decision.outcome, decision.code, decision.delay, detail=detail
         )
 
     async def _settle(
@@ -321,16 +323,16 @@ class WorkerPool:
         duration_ms = round((time.monotonic() - started) * 1000, 1)
         if not ours:
             log.info("job_lease_lost", **fields, duration_ms=duration_ms)
-        elif ended.outcome == "completed":
+        elif ended.outcome == SettleOutcome.COMPLETED:
             log.info(
                 "job_completed", **fields, business_id=ended.business_id, duration_ms=duration_ms
             )
             self.metrics.job_completed(job.source, job.action)
-        elif ended.outcome == "retry":
+        elif ended.outcome == SettleOutcome.RETRY:
             retry_in_s = round(ended.delay_seconds, 3)
             log.warning("job_retry", **fields, error=ended.error_code, retry_in_s=retry_in_s)
             self.metrics.job_retried(job.source, job.action, ended.error_code or "")
-        elif ended.outcome == "deferred":
+        elif ended.outcome == SettleOutcome.DEFERRED:
             retry_in_s = round(ended.delay_seconds, 3)
             log.info("job_deferred", **fields, reason=ended.error_code, retry_in_s=retry_in_s)
         else:
@@ -462,14 +464,6 @@ def _log_fields(job: ClaimedJob) -> dict[str, object]:
         "attempt": job.attempts,
         "trigger": job.trigger,
     }
-
-
-#: How each decision of a retry policy settles the job.
-_SETTLED_BY: dict[str, SettleOutcome] = {
-    "retry": "retry",
-    "defer": "deferred",
-    "dead_letter": "failed",
-}
 
 
 class _JobTimeouts:
