@@ -35,8 +35,16 @@ The tree::
     ├── InvalidLoginForm             invalid_form       HTTP 400 (the admin login's body)
     │   ├── LoginFormTooLarge        form_too_large     HTTP 413
     │   └── UnsupportedLoginForm     unsupported_form   HTTP 415
+    ├── EffectInProgress             effect_in_progress a job waits for another's effect
+    ├── DestinationHeld              (a hold's code)    a forward held, no attempt spent
     └── ActionError                  (its own code)     a failed attempt of a job
-        └── TargetAnswered           http_<status>      a forward's non-2xx answer
+        ├── TargetAnswered           http_<status>      a forward's non-2xx answer
+        └── PayloadInvalid           payload_invalid    a body the handler cannot take
+
+``EffectInProgress`` (:mod:`hookinbox.work.effects`), ``DestinationHeld``
+(:mod:`hookinbox.work.destinations`: ``destination_rate``, ``destination_busy`` or
+``circuit_open``) and ``PayloadInvalid`` (:mod:`hookinbox.work.handlers`) live beside
+the code that raises them; they end an attempt, never a request.
 
 The HTTP layer (``hookinbox.http``) is the only place that maps these to statuses and the
 CLI the only place that maps them to exit codes; both read the attributes below. A

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from hookinbox.errors import ConfigError, HookinboxError
+from hookinbox.http.errors import is_server_error
 from hookinbox.version import __version__
 
 #: The W3C trace context headers (the same names as hookinbox.tracing's).
@@ -119,7 +120,7 @@ class OtelTracing:
                 yield _Span(span)
             except HookinboxError as exc:
                 span.set_attribute("hookinbox.outcome", exc.code)
-                if exc.http_status >= 500:
+                if is_server_error(exc):
                     span.set_status(Status(StatusCode.ERROR, exc.code))
                 raise
             except Exception as exc:

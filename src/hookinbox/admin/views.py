@@ -65,6 +65,7 @@ from hookinbox.admin.presentation import (
 from hookinbox.config import Config
 from hookinbox.errors import AmbiguousId, HookinboxError, InvalidArgument, InvalidLoginForm
 from hookinbox.http.clients import ClientAddresses
+from hookinbox.http.errors import is_refusal, status_of
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
 from hookinbox.ops.reads import (
@@ -171,7 +172,7 @@ class Admin:
             try:
                 return await handler(request)
             except HookinboxError as exc:
-                return self._render(request, "error.html", status=exc.http_status, error=exc)
+                return self._render(request, "error.html", status=status_of(exc), error=exc)
 
         return guarded
 
@@ -189,12 +190,12 @@ class Admin:
                 return await handler(request)
             except HookinboxError as exc:
                 back = request.state.back
-                if back is not None and exc.http_status in (404, 409):
+                if back is not None and is_refusal(exc):
                     # Refused by the operator function (no such job, not failed any
                     # more, an unknown source): nothing changed, and the page the
                     # action came from says so; a reload repeats nothing either way.
                     return self._back(request, back, f"{exc.code}: {exc.message}", problem=True)
-                return self._render(request, "error.html", status=exc.http_status, error=exc)
+                return self._render(request, "error.html", status=status_of(exc), error=exc)
 
         return guarded
 
@@ -266,7 +267,7 @@ class Admin:
                 form = await read_login_form(request)
             except InvalidLoginForm as exc:
                 log.warning("admin_login_refused", error=exc.code)
-                response = self._render(request, "error.html", status=exc.http_status, error=exc)
+                response = self._render(request, "error.html", status=status_of(exc), error=exc)
                 response.headers["connection"] = "close"  # the body may be partly unread
                 return response
             if not self.sessions.token_matches(form.token):

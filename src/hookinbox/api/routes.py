@@ -32,14 +32,17 @@ from hookinbox.api.tokens import ApiToken, find_token, tokens_from
 from hookinbox.config import Config
 from hookinbox.config.fields import parse_duration
 from hookinbox.errors import (
-    AmbiguousId,
     Forbidden,
     HookinboxError,
     InvalidArgument,
     NotFound,
     Unauthenticated,
 )
-from hookinbox.http.errors import error_response, unexpected_error_fields
+from hookinbox.http.errors import (
+    error_response,
+    internal_error_response,
+    unexpected_error_fields,
+)
 from hookinbox.logs import get_logger
 from hookinbox.ops.search import clean_term
 from hookinbox.receive.receiver import Receiver
@@ -522,10 +525,6 @@ ROUTES: list[RouteSpec] = [
 # -- plumbing -------------------------------------------------------------------------
 def _error(exc: HookinboxError) -> Response:
     response = error_response(exc)
-    if isinstance(exc, AmbiguousId):
-        response = JSONResponse(
-            {"error": exc.code, "sources": list(exc.sources)}, status_code=exc.http_status
-        )
     if isinstance(exc, Unauthenticated):
         response.headers["www-authenticate"] = "Bearer"
     return response
@@ -617,7 +616,7 @@ class Api:
                 return _error(exc)
             except Exception as exc:  # a bug: logged by class and line, answered 500
                 log.error("api_failed", route=spec.name, **unexpected_error_fields(exc))
-                return JSONResponse({"error": "internal"}, status_code=500)
+                return internal_error_response()
 
         return endpoint
 

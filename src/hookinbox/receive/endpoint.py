@@ -22,7 +22,14 @@ import orjson
 from starlette.types import Receive, Scope, Send
 
 from hookinbox.errors import HookinboxError, PayloadTooLarge
-from hookinbox.http.errors import INTERNAL, RETRY_AFTER_SECONDS, unexpected_error_fields
+from hookinbox.http.errors import (
+    INTERNAL,
+    RETRY_AFTER_SECONDS,
+    asks_retry,
+    error_body,
+    status_of,
+    unexpected_error_fields,
+)
 from hookinbox.ids import new_request_id
 from hookinbox.logs import REQUEST_ID, get_logger
 from hookinbox.verify.base import QUERY
@@ -125,11 +132,10 @@ class WebhookEndpoint:
         except HookinboxError as exc:
             # The source as configured, or "_unknown": a URL path is no log field.
             label = receiver.metrics.source_label(source)
-            log.info("refused", source=label, error=exc.code, status=exc.http_status)
+            status = status_of(exc)
+            log.info("refused", source=label, error=exc.code, status=status)
             receiver.metrics.delivery_answered(source, exc.code, started)
-            await send_json(
-                send, exc.http_status, {"error": exc.code}, retry_after=exc.http_status == 503
-            )
+            await send_json(send, status, error_body(exc), retry_after=asks_retry(exc))
             return
         except ClientDisconnected:
             log.info("client_disconnected", source=receiver.metrics.source_label(source))

@@ -53,6 +53,8 @@ class PayloadInvalid(ActionError):
     The worker raises it when a handler's ``payload`` parameter does not validate; a
     handler may raise it too, for a body it can never process."""
 
+    code = JobCode.PAYLOAD_INVALID.value
+
     def __init__(self, message: str | None = None) -> None:
         super().__init__(JobCode.PAYLOAD_INVALID.value, message)
 
