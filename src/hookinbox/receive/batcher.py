@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
+from hookinbox.batching import Batcher, answer, refuse
 from hookinbox.errors import HookinboxError, StoreUnavailable
 from hookinbox.logs import get_logger
 from hookinbox.store import NewDelivery, Reservation, Store
@@ -19,7 +20,7 @@ from hookinbox.store import NewDelivery, Reservation, Store
 log = get_logger("hookinbox.ingest")
 
 
-class ReservationBatcher:
+class ReservationBatcher(Batcher[NewDelivery, Reservation]):
     """Group concurrent reservations into few commits; repeats inside a batch are folded.
 
     A flush takes everything waiting (up to ``max_batch``) after one turn of the event
@@ -36,36 +37,16 @@ class ReservationBatcher:
         wait_seconds: float = 0.0,
         max_in_flight: int = 4,
     ):
+        super().__init__(
+            max_batch=max_batch, max_in_flight=max_in_flight, wait_seconds=wait_seconds
+        )
         self._store = store
-        self._max_batch = max_batch
-        self._wait = wait_seconds
-        self._max_in_flight = max_in_flight
-        self._pending: list[tuple[NewDelivery, asyncio.Future[Reservation]]] = []
-        self._in_flight = 0
-        self._scheduled = False
-        self._tasks: set[asyncio.Task[None]] = set()
         self._keys_in_flight: set[tuple[str, str]] = set()
 
     async def reserve(self, item: NewDelivery) -> Reservation:
-        future: asyncio.Future[Reservation] = asyncio.get_running_loop().create_future()
-        self._pending.append((item, future))
-        self._schedule()
-        return await future
+        return await self.submit(item)
 
-    def _schedule(self) -> None:
-        if self._scheduled or self._in_flight >= self._max_in_flight or not self._pending:
-            return
-        self._scheduled = True
-        loop = asyncio.get_running_loop()
-        if self._wait > 0:
-            loop.call_later(self._wait, self._start_flush)
-        else:
-            loop.call_soon(self._start_flush)
-
-    def _start_flush(self) -> None:
-        self._scheduled = False
-        if not self._pending or self._in_flight >= self._max_in_flight:
-            return
+    def _take(self) -> list[tuple[NewDelivery, asyncio.Future[Reservation]]]:
         # An event already on its way to the store waits for that batch: two batches
         # touching the same journal row would only queue on its lock (or deadlock).
         batch: list[tuple[NewDelivery, asyncio.Future[Reservation]]] = []
@@ -79,20 +60,11 @@ class ReservationBatcher:
                 batch.append(entry)
                 keys.add(key)
         self._pending = held
-        if not batch:
-            return
         self._keys_in_flight |= keys
-        self._in_flight += 1
-        task = asyncio.get_running_loop().create_task(self._flush(batch))
-        self._tasks.add(task)
-        task.add_done_callback(lambda done: self._flush_done(done, keys))
-        self._schedule()
+        return batch
 
-    def _flush_done(self, task: asyncio.Task[None], keys: set[tuple[str, str]]) -> None:
-        self._tasks.discard(task)
-        self._keys_in_flight -= keys
-        self._in_flight -= 1
-        self._schedule()
+    def _released(self, batch: list[tuple[NewDelivery, asyncio.Future[Reservation]]]) -> None:
+        self._keys_in_flight -= {(item.source, item.event_id) for item, _ in batch}
 
     async def _flush(self, batch: list[tuple[NewDelivery, asyncio.Future[Reservation]]]) -> None:
         leaders: dict[tuple[str, str, str], NewDelivery] = {}
@@ -113,34 +85,30 @@ class ReservationBatcher:
         except HookinboxError as exc:
             failure = exc if isinstance(exc, StoreUnavailable) else StoreUnavailable()
             for _, future in batch:
-                if not future.done():
-                    future.set_exception(failure)
+                refuse(future, failure)
             log.error("reserve_failed", batch=len(batch), error=exc.code)
             return
         except BaseException as exc:
             for _, future in batch:
-                if not future.done():
-                    future.set_exception(StoreUnavailable())
+                refuse(future, StoreUnavailable())
             if isinstance(exc, asyncio.CancelledError):
                 raise
             # No traceback: its frames' locals hold this batch's bodies and headers.
             log.error("reserve_crashed", batch=len(batch), error=type(exc).__name__)
             return
         by_key = {
-            (item.source, item.event_id, item.body_sha256): answer
-            for item, answer in zip(unique, answers, strict=True)
+            (item.source, item.event_id, item.body_sha256): reply
+            for item, reply in zip(unique, answers, strict=True)
         }
         for item, future in batch:
-            answer = by_key[(item.source, item.event_id, item.body_sha256)]
-            if isinstance(answer, HookinboxError):
-                if not future.done():
-                    future.set_exception(answer)
-                continue
-            if item.id != answer.delivery_id and answer.outcome == "accepted":
+            found = by_key[(item.source, item.event_id, item.body_sha256)]
+            if isinstance(found, HookinboxError):
+                refuse(future, found)
+            elif item.id != found.delivery_id and found.outcome == "accepted":
                 # A repeat folded into this batch's first delivery of the same event.
-                answer = Reservation("duplicate", answer.delivery_id, False, item.body_sha256)
-            if not future.done():
-                future.set_result(answer)
+                answer(future, Reservation("duplicate", found.delivery_id, False, item.body_sha256))
+            else:
+                answer(future, found)
 
 
 def _with_seen(item: NewDelivery, seen: int) -> NewDelivery:

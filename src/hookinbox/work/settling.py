@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
+from hookinbox.batching import Batcher, answer, refuse
 from hookinbox.codes import error_code_of
 from hookinbox.logs import get_logger
 from hookinbox.store import Settlement, Store
@@ -31,7 +32,7 @@ log = get_logger("hookinbox.worker")
 _RETRY_DELAYS = (0.1, 0.5, 1.0, 2.0)
 
 
-class SettleBatcher:
+class SettleBatcher(Batcher[Settlement, bool]):
     """Group concurrent settlements into few commits.
 
     Up to ``max_in_flight`` batches are on their way to the store at once, so the next
@@ -49,45 +50,14 @@ class SettleBatcher:
         max_batch: int = 512,
         max_in_flight: int = 2,
     ) -> None:
+        super().__init__(max_batch=max_batch, max_in_flight=max_in_flight)
         self._store = store
         self._settle_batch = settle_batch or store.queue.settle_jobs
-        self._max_batch = max_batch
-        self._max_in_flight = max_in_flight
-        self._pending: list[tuple[Settlement, asyncio.Future[bool]]] = []
-        self._in_flight = 0
-        self._scheduled = False
-        self._tasks: set[asyncio.Task[None]] = set()
 
     async def settle(self, settlement: Settlement) -> bool:
         """Whether the settlement applied (False: the lease was lost to another worker).
         Raises the store's error when the batch could not be committed."""
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._pending.append((settlement, future))
-        self._schedule()
-        return await future
-
-    def _schedule(self) -> None:
-        if self._scheduled or self._in_flight >= self._max_in_flight or not self._pending:
-            return
-        self._scheduled = True
-        asyncio.get_running_loop().call_soon(self._start_flush)
-
-    def _start_flush(self) -> None:
-        self._scheduled = False
-        if not self._pending or self._in_flight >= self._max_in_flight:
-            return
-        batch = self._pending[: self._max_batch]
-        del self._pending[: self._max_batch]
-        self._in_flight += 1
-        task = asyncio.get_running_loop().create_task(self._flush(batch))
-        self._tasks.add(task)
-        task.add_done_callback(self._flush_done)
-        self._schedule()
-
-    def _flush_done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        self._in_flight -= 1
-        self._schedule()
+        return await self.submit(settlement)
 
     async def _flush(self, batch: list[tuple[Settlement, asyncio.Future[bool]]]) -> None:
         settlements = [settlement for settlement, _ in batch]
@@ -104,8 +74,7 @@ class SettleBatcher:
             await asyncio.gather(*(self._flush_alone(entry) for entry in batch))
             return
         for (_, future), ours in zip(batch, answers, strict=True):
-            if not future.done():
-                future.set_result(ours)
+            answer(future, ours)
 
     async def _flush_alone(self, entry: tuple[Settlement, asyncio.Future[bool]]) -> None:
         settlement, future = entry
@@ -117,8 +86,6 @@ class SettleBatcher:
             except Exception as exc:
                 failure = exc
                 continue
-            if not future.done():
-                future.set_result(ours)
+            answer(future, ours)
             return
-        if not future.done():
-            future.set_exception(failure or RuntimeError("settle failed"))
+        refuse(future, failure or RuntimeError("settle failed"))

@@ -1,0 +1,93 @@
+"""Many concurrent callers, few round trips: the shape both of hookinbox's batchers share.
+
+A caller hands an item to :meth:`Batcher.submit` and awaits its answer. After one turn
+of the event loop (or ``wait_seconds``), a flush takes what waits (up to ``max_batch``)
+and writes it in one call; up to ``max_in_flight`` flushes run at once, so the next
+batch gathers while one is on its way to the store. What a flush writes, and how it
+answers each caller, is the subclass's: the receiver's reservations
+(:class:`~hookinbox.receive.batcher.ReservationBatcher`) and a worker's settlements
+(:class:`~hookinbox.work.settling.SettleBatcher`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Batcher(Generic[T, R]):
+    """Collect items, flush them a batch at a time, resolve each caller's future."""
+
+    def __init__(self, *, max_batch: int, max_in_flight: int, wait_seconds: float = 0.0):
+        self._max_batch = max_batch
+        self._wait = wait_seconds
+        self._max_in_flight = max_in_flight
+        self._pending: list[tuple[T, asyncio.Future[R]]] = []
+        self._in_flight = 0
+        self._scheduled = False
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def submit(self, item: T) -> R:
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        self._pending.append((item, future))
+        self._schedule()
+        return await future
+
+    async def _flush(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
+        """Write ``batch`` and settle every future in it (each one exactly once)."""
+        raise NotImplementedError
+
+    def _take(self) -> list[tuple[T, asyncio.Future[R]]]:
+        """The next batch out of what waits: the first ``max_batch`` by default."""
+        batch = self._pending[: self._max_batch]
+        del self._pending[: self._max_batch]
+        return batch
+
+    def _released(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
+        """``batch``'s flush has ended (whatever its outcome)."""
+
+    def _schedule(self) -> None:
+        if self._scheduled or self._in_flight >= self._max_in_flight or not self._pending:
+            return
+        self._scheduled = True
+        loop = asyncio.get_running_loop()
+        if self._wait > 0:
+            loop.call_later(self._wait, self._start_flush)
+        else:
+            loop.call_soon(self._start_flush)
+
+    def _start_flush(self) -> None:
+        self._scheduled = False
+        if not self._pending or self._in_flight >= self._max_in_flight:
+            return
+        batch = self._take()
+        if not batch:
+            return
+        self._in_flight += 1
+        task = asyncio.get_running_loop().create_task(self._flush(batch))
+        self._tasks.add(task)
+        task.add_done_callback(lambda done: self._flush_done(done, batch))
+        self._schedule()
+
+    def _flush_done(
+        self, task: asyncio.Task[None], batch: list[tuple[T, asyncio.Future[R]]]
+    ) -> None:
+        self._tasks.discard(task)
+        self._released(batch)
+        self._in_flight -= 1
+        self._schedule()
+
+
+def answer(future: asyncio.Future[R], value: R) -> None:
+    """Resolve a caller's future unless it is already done (its caller gave up)."""
+    if not future.done():
+        future.set_result(value)
+
+
+def refuse(future: asyncio.Future[R], exc: BaseException) -> None:
+    """Fail a caller's future unless it is already done."""
+    if not future.done():
+        future.set_exception(exc)
