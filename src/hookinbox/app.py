@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
+import httpx
 from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import ASGIApp
@@ -42,7 +43,10 @@ from hookinbox.resources.relay import OutboxRelay
 from hookinbox.resources.service import Resources
 from hookinbox.resources.trace import TRACE_LAYERS
 from hookinbox.store import Store, open_store_for
-from hookinbox.tracing import build_tracing
+from hookinbox.tracing import NOOP, Tracing, build_tracing
+from hookinbox.work.actions import Action
+from hookinbox.work.handlers import load_services
+from hookinbox.work.route_actions import build_actions
 from hookinbox.work.worker import WorkerPool
 
 log = get_logger("hookinbox.app")
@@ -53,6 +57,63 @@ def standard_operator_views() -> OperatorViews:
     its admin page and the CLI show unless told otherwise."""
     return OperatorViews(
         trace_layers=dict(TRACE_LAYERS), checks=(*PIPELINE_CHECKS, *RESOURCE_CHECKS)
+    )
+
+
+def default_metrics(config: Config) -> Metrics:
+    """The counters and histograms of one process."""
+    return Metrics(config.sources, slowest_job_seconds=config.worker.job_timeout_seconds)
+
+
+def build_receiver(
+    config: Config,
+    store: Store,
+    *,
+    metrics: Metrics | None = None,
+    tracing: Tracing | None = None,
+    paused: Callable[[str], bool] = lambda source: False,
+) -> Receiver:
+    """A receiver with its collaborators: the inbox's, or (for a command that only
+    receives) its own metrics and the no-op tracing."""
+    return Receiver(
+        config,
+        store,
+        metrics=metrics if metrics is not None else default_metrics(config),
+        tracing=tracing if tracing is not None else NOOP,
+        paused=paused,
+    )
+
+
+def build_worker_pool(
+    config: Config,
+    store: Store,
+    *,
+    metrics: Metrics | None = None,
+    tracing: Tracing | None = None,
+    services: Mapping[str, Any] | None = None,
+    actions: Mapping[tuple[str, str], Action] | None = None,
+    name: str | None = None,
+) -> WorkerPool:
+    """A worker pool with its collaborators: the HTTP client its forwards use (the pool
+    closes it when it stops), the actions of the config's routes (unless given), the
+    services handlers ask for (the config's ``[worker] services`` factory unless given),
+    and the caller's metrics and tracing (its own metrics and the no-op tracing unless
+    given: whoever builds a tracing shuts it down)."""
+    metrics = metrics if metrics is not None else default_metrics(config)
+    tracing = tracing if tracing is not None else NOOP
+    services = load_services(config) if services is None else services
+    client = httpx.AsyncClient()
+    if actions is None:
+        actions = build_actions(config, client, metrics, services, tracing=tracing, store=store)
+    return WorkerPool(
+        config,
+        store,
+        actions=actions,
+        client=client,
+        metrics=metrics,
+        services=services,
+        tracing=tracing,
+        name=name,
     )
 
 
@@ -74,9 +135,7 @@ class Inbox:
     ) -> None:
         self.config = config
         self.store = store or open_store_for(config.database)
-        self.metrics = metrics or Metrics(
-            config.sources, slowest_job_seconds=config.worker.job_timeout_seconds
-        )
+        self.metrics = metrics or default_metrics(config)
         #: The trace layers and reconcile checks operators see (admin, CLI, API).
         self.views = views or standard_operator_views()
         self.store_gauges = StoreGauges(config.sources, destinations=config.destinations)
@@ -84,12 +143,12 @@ class Inbox:
         self.paused = PausedSources(self.store, config.operations.pause_refresh_seconds)
         #: OpenTelemetry spans, or a no-op (``[otel]``): one for the receiver and workers.
         self.tracing = build_tracing(config)
-        self.receiver = Receiver(
-            config, self.store, metrics=self.metrics, paused=self.paused, tracing=self.tracing
+        self.receiver = build_receiver(
+            config, self.store, metrics=self.metrics, tracing=self.tracing, paused=self.paused
         )
         self.workers = (
-            WorkerPool(
-                config, self.store, metrics=self.metrics, services=services, tracing=self.tracing
+            build_worker_pool(
+                config, self.store, metrics=self.metrics, tracing=self.tracing, services=services
             )
             if run_workers
             else None

@@ -44,7 +44,7 @@ from typing import Any
 
 import httpx
 
-from hookinbox.app import Inbox
+from hookinbox.app import Inbox, build_worker_pool
 from hookinbox.config import Config, Source
 from hookinbox.errors import ConfigError, UnknownSource
 from hookinbox.resources.relay import OutboxMessage, OutboxRelay, Sender
@@ -156,10 +156,11 @@ class InboxTest:
     async def _start(self, database: str) -> None:
         self.config = self._given.model_copy(update={"database": database})
         inbox = Inbox(self.config, run_workers=False)
-        self._pool = WorkerPool(
+        self._pool = build_worker_pool(
             self.config,
             inbox.store,
             metrics=inbox.metrics,
+            tracing=inbox.tracing,
             services=self._services,
             name="hookinbox-test",
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hookinbox.receive.receiver import Receiver
+from hookinbox.app import build_receiver
 from hookinbox.receive.rejected_retry import retry_rejected_many
 from tests.support import handlers
 from tests.support.configs import write_config
@@ -58,7 +58,7 @@ async def test_a_bad_rotation_loses_nothing_once_the_secret_is_fixed(
 
         # Still the old secret: the retry is refused again and the row stays.
         (still,) = await retry_rejected_many(
-            Receiver(config, inbox.store), inbox.store, ids=[kept.id], actor="test"
+            build_receiver(config, inbox.store), inbox.store, ids=[kept.id], actor="test"
         )
         assert (still.outcome, still.delivery_id) == ("invalid_signature", None)
         assert [r.id for r in await inbox.store.rejected.list_rejected()] == [kept.id]
@@ -67,7 +67,7 @@ async def test_a_bad_rotation_loses_nothing_once_the_secret_is_fixed(
         # signed timestamp of then is within the tolerance, minutes later.
         monkeypatch.setenv(SECRET_ENV, f"{SECRET} {WRONG_SECRET}")
         (fixed,) = await retry_rejected_many(
-            Receiver(config, inbox.store), inbox.store, ids=[kept.id], actor="test"
+            build_receiver(config, inbox.store), inbox.store, ids=[kept.id], actor="test"
         )
         assert fixed.outcome == "accepted" and fixed.delivery_id is not None
         await wait_for_status(inbox.store, "evt_rot_1", "completed")
@@ -90,7 +90,7 @@ async def test_a_timestamp_stale_on_arrival_stays_refused(
         await inbox.inbox.receiver.rejected.drain()
         (kept,) = await inbox.store.rejected.list_rejected()
         (result,) = await retry_rejected_many(
-            Receiver(config, inbox.store), inbox.store, ids=[kept.id], actor="test"
+            build_receiver(config, inbox.store), inbox.store, ids=[kept.id], actor="test"
         )
         assert result.outcome == "timestamp_out_of_tolerance"
         assert (await inbox.store.count_rows())["deliveries"] == 0

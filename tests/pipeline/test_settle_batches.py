@@ -8,12 +8,13 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from hookinbox.app import build_worker_pool
 from hookinbox.errors import HookinboxError
 from hookinbox.store import AttemptDetail, NewDelivery, Settlement, Store, open_store_for
 from hookinbox.work.actions import Event
 from hookinbox.work.effects import JobContext
 from hookinbox.work.settling import SettleBatcher
-from hookinbox.work.worker import WorkerPool, _JobTimeouts
+from hookinbox.work.timeouts import JobTimeouts
 from tests.store.test_contract import new_delivery
 from tests.support.inbox import make_config
 from tests.support.waiting import wait_for
@@ -97,7 +98,7 @@ async def test_a_worker_claims_the_slots_a_settle_batch_frees_in_the_same_call(
         items = [replace(new_delivery(f"e{i}"), source="test") for i in range(40)]
         await store.journal.reserve_deliveries(items)
         config = make_config(db_url, worker={"concurrency": 4})
-        pool = WorkerPool(config, store, actions={("test", "a"): _Noop()}, name="w")
+        pool = build_worker_pool(config, store, actions={("test", "a"): _Noop()}, name="w")
         stop = asyncio.Event()
         running = asyncio.create_task(pool.run(stop))
         try:
@@ -143,7 +144,7 @@ async def test_each_hung_job_times_out_at_its_own_deadline_and_no_other(db_url: 
         # A timeout far above the quick jobs' 0.05 s (a loaded machine stalls the loop)
         # and far below the hung ones' 5 s.
         config = make_config(db_url, worker={"concurrency": 2, "job_timeout_seconds": 1.0})
-        pool = WorkerPool(config, store, actions={("test", "a"): _Sleeps()}, name="w")
+        pool = build_worker_pool(config, store, actions={("test", "a"): _Sleeps()}, name="w")
         stop = asyncio.Event()
         started = asyncio.get_running_loop().time()
         running = asyncio.create_task(pool.run(stop))
@@ -179,7 +180,7 @@ async def _all_ended(store: Store, items: list[NewDelivery]) -> bool:
 def test_job_timeouts_still_run_out_when_the_pool_moves_to_another_event_loop() -> None:
     """``hookinbox.testing`` may drive one pool from successive event loops: a timer left
     on a closed loop must not leave the next loop's jobs without a timeout."""
-    timeouts = _JobTimeouts(0.05)
+    timeouts = JobTimeouts(0.05)
 
     async def quick() -> str:
         timeouts.done(timeouts.watch())  # its timer stays set, on this loop

@@ -104,11 +104,12 @@ def rejected_retry(
     config.require_secrets()
 
     async def go() -> list[dict[str, object]]:
-        from hookinbox.receive.receiver import Receiver
+        from hookinbox.app import build_receiver
         from hookinbox.receive.rejected_retry import retry_rejected_many
+        from hookinbox.tracing import build_tracing
 
         async with opened_store(config) as store:
-            receiver = Receiver(config, store)
+            receiver = build_receiver(config, store, tracing=build_tracing(config))
             results = await retry_rejected_many(
                 receiver,
                 store,

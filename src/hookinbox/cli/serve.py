@@ -150,10 +150,10 @@ async def _preflight(config: Config) -> None:
 @reports_errors
 def worker(config_path: str | None, log_format: str, log_level: str) -> None:
     """Run workers only (start several, on any host, to scale out)."""
-    from hookinbox.metrics import Metrics
+    from hookinbox.app import build_worker_pool, default_metrics
     from hookinbox.resources.relay import OutboxRelay
+    from hookinbox.tracing import build_tracing
     from hookinbox.work.route_actions import build_actions
-    from hookinbox.work.worker import WorkerPool
 
     config = load_config(config_path)
     configure_logging(log_format, log_level, capture_libraries=True)  # type: ignore[arg-type]
@@ -163,12 +163,15 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        async with opened_store(config, create=True) as store:
-            pool = WorkerPool(config, store)
-            # The outbox relay runs beside the workers (a no-op with no [outbox] sender).
-            await asyncio.gather(
-                pool.run(stop), OutboxRelay(config.outbox, store, notify=config.notify).run(stop)
-            )
+        tracing = build_tracing(config)
+        try:
+            async with opened_store(config, create=True) as store:
+                pool = build_worker_pool(config, store, tracing=tracing)
+                # The outbox relay runs beside the workers (a no-op with no [outbox] sender).
+                relay = OutboxRelay(config.outbox, store, notify=config.notify)
+                await asyncio.gather(pool.run(stop), relay.run(stop))
+        finally:
+            tracing.shutdown()  # flushes the spans still batched
 
     async def resolve_handlers() -> None:
         # build_actions wants a client for forward routes; this one only lives for the
@@ -176,11 +179,7 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
         import httpx
 
         async with httpx.AsyncClient() as client:
-            build_actions(
-                config,
-                client,
-                Metrics(config.sources, slowest_job_seconds=config.worker.job_timeout_seconds),
-            )
+            build_actions(config, client, default_metrics(config))
 
     # Resolve handlers before touching the store, so a typo fails fast.
     run(resolve_handlers())

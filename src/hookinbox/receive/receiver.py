@@ -27,7 +27,7 @@ from hookinbox.receive.rejected import RejectedKeeper
 from hookinbox.resources.service import ResourceRoutes, log_outcome
 from hookinbox.routing import check_filters, filtered
 from hookinbox.store import NewDelivery, NewJob, Reservation, Store
-from hookinbox.tracing import TRACEPARENT, Tracing, build_tracing
+from hookinbox.tracing import TRACEPARENT, Tracing
 from hookinbox.verify import edge
 from hookinbox.verify.base import Verifier
 from hookinbox.verify.registry import build_verifier, credential_headers, signature_headers
@@ -80,26 +80,25 @@ class Receipt:
 
 
 class Receiver:
-    """Authenticate, identify and reserve one delivery of one source."""
+    """Authenticate, identify and reserve one delivery of one source. Its metrics and
+    tracing are the inbox's (:func:`hookinbox.app.build_receiver`)."""
 
     def __init__(
         self,
         config: Config,
         store: Store,
         *,
+        metrics: Metrics,
+        tracing: Tracing,
         clock: Callable[[], float] = time.time,
         paused: Callable[[str], bool] = lambda source: False,
-        metrics: Metrics | None = None,
-        tracing: Tracing | None = None,
     ) -> None:
         self._config = config
         #: Spans of receipts and reservations (a no-op unless ``[otel] enabled``).
-        self.tracing = tracing if tracing is not None else build_tracing(config)
+        self.tracing = tracing
         if self.tracing.enabled:
             self.receive = self._traced_receive  # type: ignore[method-assign]
-        self.metrics = metrics or Metrics(
-            config.sources, slowest_job_seconds=config.worker.job_timeout_seconds
-        )
+        self.metrics = metrics
         self._clock = clock
         self._paused = paused
         self._verifiers: dict[str, Verifier] = {
