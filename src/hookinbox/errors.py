@@ -42,7 +42,7 @@ The tree::
         └── PayloadInvalid           payload_invalid    a body the handler cannot take
 
 ``EffectInProgress`` (:mod:`hookinbox.work.effects`), ``DestinationHeld``
-(:mod:`hookinbox.work.destinations`: ``destination_rate``, ``destination_busy`` or
+(:mod:`hookinbox.work.destination_gate`: ``destination_rate``, ``destination_busy`` or
 ``circuit_open``) and ``PayloadInvalid`` (:mod:`hookinbox.work.handlers`) live beside
 the code that raises them; they end an attempt, never a request.
 

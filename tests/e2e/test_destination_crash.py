@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hookinbox.work.destinations import SLOT_MARGIN_SECONDS
+from hookinbox.work.destination_gate import SLOT_MARGIN_SECONDS
 from tests.support.configs import write_config
 from tests.support.inbox import make_config, running_inbox
 from tests.support.processes import HookinboxProcess, hookinbox_env, wait_until

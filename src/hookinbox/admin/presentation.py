@@ -180,7 +180,7 @@ def pretty_body(body: bytes) -> str:
         return body.decode("utf-8", errors="replace")
 
 
-def timeline(traced: ops.TracedDelivery) -> list[dict[str, Any]]:
+def timeline(traced: ops.DeliveryTrace) -> list[dict[str, Any]]:
     """Everything that happened to one delivery, oldest first."""
     d = traced.delivery
     events: list[dict[str, Any]] = [

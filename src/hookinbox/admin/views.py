@@ -74,7 +74,7 @@ from hookinbox.ops.reads import (
     payload_already_viewed,
     view_payload,
 )
-from hookinbox.ops.rejected import rejected_page
+from hookinbox.ops.rejected_deliveries import rejected_page
 from hookinbox.ops.search import clean_term, source_name
 from hookinbox.receive.receiver import Receiver
 from hookinbox.receive.rejected_retry import retry_rejected_many

@@ -44,10 +44,12 @@ from hookinbox.http.errors import (
     unexpected_error_fields,
 )
 from hookinbox.logs import get_logger
+from hookinbox.metrics import Metrics
 from hookinbox.ops.search import clean_term
 from hookinbox.receive.receiver import Receiver
 from hookinbox.receive.rejected_retry import retry_rejected_many
 from hookinbox.store import OutboxView, Store
+from hookinbox.tracing import NOOP
 
 log = get_logger("hookinbox.api")
 
@@ -565,8 +567,14 @@ class Api:
         receiver: Receiver | None = None,
     ) -> None:
         self.config = config
-        #: Rejected deliveries are retried through it (the inbox's, or one of its own).
-        self.receiver = receiver or Receiver(config, store)
+        #: Rejected deliveries are retried through it (the inbox's; without an inbox, one
+        #: of its own that counts into metrics of its own and does not trace).
+        self.receiver = receiver or Receiver(
+            config,
+            store,
+            metrics=Metrics(config.sources, slowest_job_seconds=config.worker.job_timeout_seconds),
+            tracing=NOOP,
+        )
         self.store = store
         self.tokens = tokens
         self.views = views

@@ -42,7 +42,7 @@ def dlq_list(
     config = quiet_config(config_path)
     after = parse_since(since)
 
-    async def go() -> ops.DeadLetterList:
+    async def go() -> ops.DeadLetterListing:
         async with opened_store(config) as store:
             return await ops.dlq_list(store, config, source=source, since=after, limit=limit)
 
@@ -129,7 +129,7 @@ def dlq_retry(
     config = quiet_config(config_path)
     actor = ops.default_actor()
 
-    async def go() -> ops.RetryReport:
+    async def go() -> ops.DlqRetryResult:
         async with opened_store(config) as store:
             if job_id is not None:
                 return await ops.dlq_retry(

@@ -71,7 +71,7 @@ def purge(
             tasks[kind] = progress.add_task(f"purging {kind}", total=total)
         progress.update(tasks[kind], completed=done, total=total)
 
-    async def go() -> ops.PurgeReport:
+    async def go() -> ops.PurgeResult:
         async with opened_store(config) as store:
             return await ops.purge(
                 store,

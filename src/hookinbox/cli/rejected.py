@@ -18,7 +18,7 @@ from hookinbox.cli.common import (
 )
 from hookinbox.errors import InvalidArgument
 from hookinbox.ops.actor import default_actor
-from hookinbox.ops.rejected import RejectedPage, rejected_page
+from hookinbox.ops.rejected_deliveries import RejectedPage, rejected_page
 from hookinbox.store import iso
 
 

@@ -81,7 +81,7 @@ def replay(
         )
     actor = ops.default_actor()
 
-    async def go() -> ops.ReplayReport:
+    async def go() -> ops.ReplayResult:
         async with opened_store(config) as store:
             return await ops.replay(
                 store,

@@ -17,7 +17,7 @@ from hookinbox.cli.common import (
     reports_errors,
     run,
 )
-from hookinbox.ops.tracked import ResourceDetail, list_resources, show_resource
+from hookinbox.ops.tracked import TrackedResource, list_resources, show_resource
 from hookinbox.resources.machine import build_machines
 from hookinbox.resources.service import Resources
 from hookinbox.store import (
@@ -101,7 +101,7 @@ def resources_show(config_path: str | None, resource_id: str, as_json: bool) -> 
     """One resource with its transition log (applied and rejected, with reasons)."""
     config = quiet_config(config_path)
 
-    async def go() -> ResourceDetail:
+    async def go() -> TrackedResource:
         async with opened_store(config) as store:
             return await show_resource(store, resource_id)
 

@@ -29,19 +29,19 @@ and what.
 from __future__ import annotations
 
 from hookinbox.ops.actor import default_actor
-from hookinbox.ops.destinations import DestinationRow, list_destinations
+from hookinbox.ops.destination_list import DestinationRow, list_destinations
 from hookinbox.ops.dlq import (
     MAX_BULK,
     DeadLetterFilter,
-    DeadLetterList,
-    RetryItem,
-    RetryReport,
+    DeadLetterListing,
+    DlqRetryResult,
+    RetriedJob,
     dlq_list,
     dlq_retry,
     dlq_retry_all,
 )
 from hookinbox.ops.outbox import list_outbox, resend_outbox, show_outbox
-from hookinbox.ops.purge import PurgeReport, PurgeStep, purge, run_purge_loop
+from hookinbox.ops.purge import PurgedKind, PurgeResult, purge, run_purge_loop
 from hookinbox.ops.reconcile import (
     PIPELINE_CHECKS,
     Finding,
@@ -50,8 +50,8 @@ from hookinbox.ops.reconcile import (
     StoreCheck,
     reconcile,
 )
-from hookinbox.ops.rejected import RejectedPage, rejected_page
-from hookinbox.ops.replay import ReplayItem, ReplayReport, replay
+from hookinbox.ops.rejected_deliveries import RejectedPage, rejected_page
+from hookinbox.ops.replay import ReplayItem, ReplayResult, replay
 from hookinbox.ops.reviews import ReviewList, list_reviews, resolve_review
 from hookinbox.ops.search import (
     DeliveryQuery,
@@ -68,10 +68,10 @@ from hookinbox.ops.sources import (
     pause_source,
     resume_source,
 )
-from hookinbox.ops.trace import TracedDelivery, TracedJob, TraceLayer, TraceReport, trace
+from hookinbox.ops.trace import DeliveryTrace, TracedJob, TraceLayer, TraceReport, trace
 from hookinbox.ops.tracked import (
-    ResourceDetail,
-    ResourceList,
+    TrackedResource,
+    TrackedResourceList,
     list_resources,
     resource_transitions,
     show_resource,
@@ -82,23 +82,22 @@ __all__ = [
     "MAX_BULK",
     "PIPELINE_CHECKS",
     "DeadLetterFilter",
-    "DeadLetterList",
+    "DeadLetterListing",
     "DeliveryQuery",
+    "DeliveryTrace",
     "DestinationRow",
+    "DlqRetryResult",
     "Finding",
     "OperatorViews",
     "PausedSources",
-    "PurgeReport",
-    "PurgeStep",
+    "PurgeResult",
+    "PurgedKind",
     "ReconcileCheck",
     "ReconcileReport",
     "RejectedPage",
     "ReplayItem",
-    "ReplayReport",
-    "ResourceDetail",
-    "ResourceList",
-    "RetryItem",
-    "RetryReport",
+    "ReplayResult",
+    "RetriedJob",
     "ReviewList",
     "SearchPage",
     "SourceRow",
@@ -106,8 +105,9 @@ __all__ = [
     "StoreCheck",
     "TraceLayer",
     "TraceReport",
-    "TracedDelivery",
     "TracedJob",
+    "TrackedResource",
+    "TrackedResourceList",
     "default_actor",
     "dlq_list",
     "dlq_retry",

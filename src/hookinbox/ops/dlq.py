@@ -48,7 +48,7 @@ class DeadLetterFilter:
 
 
 @dataclass(frozen=True, slots=True)
-class DeadLetterList:
+class DeadLetterListing:
     jobs: list[JobDetail]
     review_days: float
 
@@ -67,7 +67,7 @@ class DeadLetterList:
 
 
 @dataclass(frozen=True, slots=True)
-class RetryItem:
+class RetriedJob:
     job_id: str
     delivery_id: str
     source: str
@@ -89,9 +89,9 @@ class RetryItem:
 
 
 @dataclass(frozen=True, slots=True)
-class RetryReport:
+class DlqRetryResult:
     dry_run: bool
-    items: list[RetryItem] = field(default_factory=list)
+    items: list[RetriedJob] = field(default_factory=list)
     #: A bulk retry: the dead letters its filter matched in all (the limit took ``items``).
     matched: int | None = None
 
@@ -120,7 +120,7 @@ async def dlq_list(
     limit: int = 50,
     matching: DeadLetterFilter | None = None,
     before: str | None = None,
-) -> DeadLetterList:
+) -> DeadLetterListing:
     """Failed jobs, newest failure first; a page after the dead letter ``before``."""
     if limit < 1:
         raise InvalidArgument("--limit must be at least 1")
@@ -135,12 +135,12 @@ async def dlq_list(
         before=clean_term(before, "page"),
         limit=limit,
     )
-    return DeadLetterList(jobs, config.operations.dlq_review_days)
+    return DeadLetterListing(jobs, config.operations.dlq_review_days)
 
 
 async def dlq_retry(
     store: Store, config: Config, job_id: str, *, actor: str, dry_run: bool = False
-) -> RetryReport:
+) -> DlqRetryResult:
     """Retry one dead letter. Refuses a job that is not failed or cannot run again."""
     job = await store.queue.get_job(job_id)
     if job is None:
@@ -175,7 +175,7 @@ async def dlq_retry_all(
     matching: DeadLetterFilter | None = None,
     expect: int | None = None,
     max_limit: int = MAX_BULK,
-) -> RetryReport:
+) -> DlqRetryResult:
     """Retry up to ``limit`` dead letters (at most ``max_limit``) that match, oldest
     failure first. ``dry_run`` is the preview. With ``expect``, refuse (retrying
     nothing) unless the limit selects exactly that many now, as the preview showed."""
@@ -214,13 +214,13 @@ async def dlq_retry_all(
             f"{expect} previewed; preview again"
         )
     report = await _requeue(store, config, jobs, actor=actor, dry_run=dry_run)
-    return RetryReport(report.dry_run, report.items, matched=matched)
+    return DlqRetryResult(report.dry_run, report.items, matched=matched)
 
 
 async def _requeue(
     store: Store, config: Config, jobs: list[JobDetail], *, actor: str, dry_run: bool
-) -> RetryReport:
-    items: dict[str, RetryItem] = {}
+) -> DlqRetryResult:
+    items: dict[str, RetriedJob] = {}
     runnable: list[JobDetail] = []
     for job in jobs:
         reason = why_not_runnable(job, config)
@@ -253,11 +253,11 @@ async def _requeue(
             items[job.id] = _item(job, "requeued")
         else:
             items[job.id] = _item(job, "refused", "changed state meanwhile")
-    return RetryReport(dry_run, [items[job.id] for job in jobs])
+    return DlqRetryResult(dry_run, [items[job.id] for job in jobs])
 
 
-def _item(job: JobDetail, outcome: Any, reason: str | None = None) -> RetryItem:
-    return RetryItem(
+def _item(job: JobDetail, outcome: Any, reason: str | None = None) -> RetriedJob:
+    return RetriedJob(
         job_id=job.id,
         delivery_id=job.delivery_id,
         source=job.source,

@@ -68,7 +68,7 @@ class BatchPacer:
 
 
 @dataclass(frozen=True, slots=True)
-class PurgeStep:
+class PurgedKind:
     kind: PurgeKind
     older_than_seconds: float
     candidates: int
@@ -89,9 +89,9 @@ class PurgeStep:
 
 
 @dataclass(frozen=True, slots=True)
-class PurgeReport:
+class PurgeResult:
     dry_run: bool
-    steps: list[PurgeStep]
+    steps: list[PurgedKind]
 
     def as_json(self) -> dict[str, Any]:
         return {"dry_run": self.dry_run, "steps": [step.as_json() for step in self.steps]}
@@ -108,7 +108,7 @@ async def purge(
     progress: Progress | None = None,
     max_rows: int | None = None,
     actor: str | None = None,
-) -> PurgeReport:
+) -> PurgeResult:
     """Purge in batches. ``older_than`` (seconds) sets the key retention, or with
     ``payloads_only`` the payload retention; the config gives the defaults.
     ``max_rows``: at most that many rows of each kind go in this call (the API's bound:
@@ -135,7 +135,7 @@ async def _purge(
     dry_run: bool,
     progress: Progress | None,
     max_rows: int | None,
-) -> PurgeReport:
+) -> PurgeResult:
     ops = config.operations
     size = batch if batch is not None else ops.purge_batch
     if size < 1:
@@ -143,12 +143,12 @@ async def _purge(
     if max_rows is not None and max_rows < 1:
         raise InvalidArgument("max_rows must be at least 1")
     bound = _Bound(size, max_rows)
-    steps: list[PurgeStep] = []
+    steps: list[PurgedKind] = []
     pacer = BatchPacer(config)
     if payloads_only:
         age = ops.payload_retention if older_than is None else older_than
         steps.append(await _purge_payloads(store, age, bound, dry_run, progress, pacer))
-        return PurgeReport(dry_run, steps)
+        return PurgeResult(dry_run, steps)
     key_age = ops.key_retention if older_than is None else older_than
     window = config.longest_redelivery_window()
     if key_age < window:
@@ -160,7 +160,7 @@ async def _purge(
     steps.append(await _purge_payloads(store, payload_age, bound, dry_run, progress, pacer))
     steps.append(await _purge_deliveries(store, key_age, bound, dry_run, progress, pacer))
     steps.append(await _purge_rejected(store, config.rejected.retention, bound, dry_run, pacer))
-    return PurgeReport(dry_run, steps)
+    return PurgeResult(dry_run, steps)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,14 +173,14 @@ class _Bound:
 
 async def _purge_rejected(
     store: Store, age: float, bound: _Bound, dry_run: bool, pacer: BatchPacer
-) -> PurgeStep:
+) -> PurgedKind:
     total = await store.rejected.count_purgeable_rejected(age)
     if dry_run or not total:
-        return PurgeStep("rejected", age, total, 0, 0)
+        return PurgedKind("rejected", age, total, 0, 0)
     deleted, batches = await _in_batches(
         "rejected", lambda n: store.rejected.purge_rejected(age, n), total, bound, None, pacer
     )
-    return PurgeStep("rejected", age, total, deleted, batches)
+    return PurgedKind("rejected", age, total, deleted, batches)
 
 
 async def _purge_payloads(
@@ -190,14 +190,14 @@ async def _purge_payloads(
     dry_run: bool,
     progress: Progress | None,
     pacer: BatchPacer,
-) -> PurgeStep:
+) -> PurgedKind:
     total = await store.retention.count_purgeable_payloads(age)
     if dry_run or not total:
-        return PurgeStep("payloads", age, total, 0, 0)
+        return PurgedKind("payloads", age, total, 0, 0)
     deleted, batches = await _in_batches(
         "payloads", lambda n: store.retention.purge_payloads(age, n), total, bound, progress, pacer
     )
-    return PurgeStep("payloads", age, total, deleted, batches)
+    return PurgedKind("payloads", age, total, deleted, batches)
 
 
 async def _purge_deliveries(
@@ -207,10 +207,10 @@ async def _purge_deliveries(
     dry_run: bool,
     progress: Progress | None,
     pacer: BatchPacer,
-) -> PurgeStep:
+) -> PurgedKind:
     total, held = await store.retention.count_purgeable_deliveries(age)
     if dry_run or not total:
-        return PurgeStep("deliveries", age, total, 0, 0, held)
+        return PurgedKind("deliveries", age, total, 0, 0, held)
     deleted, batches = await _in_batches(
         "deliveries",
         lambda n: store.retention.purge_deliveries(age, n),
@@ -219,7 +219,7 @@ async def _purge_deliveries(
         progress,
         pacer,
     )
-    return PurgeStep("deliveries", age, total, deleted, batches, held)
+    return PurgedKind("deliveries", age, total, deleted, batches, held)
 
 
 async def _in_batches(

@@ -87,7 +87,7 @@ class ReplayItem:
 
 
 @dataclass(frozen=True, slots=True)
-class ReplayReport:
+class ReplayResult:
     delivery: DeliveryView
     dry_run: bool
     force_effects: bool
@@ -118,7 +118,7 @@ async def replay(
     wait_seconds: float = 30.0,
     poll_seconds: float = 0.1,
     source: str | None = None,
-) -> ReplayReport:
+) -> ReplayResult:
     """Replay the jobs of delivery ``ref`` (internal id, job id or event id; an event id
     two sources share needs ``source``: AmbiguousId); wait up to ``wait_seconds`` for
     workers to run them (0: do not wait)."""
@@ -162,7 +162,7 @@ async def replay(
                 effects_superseded=held if force_effects else (),
                 effects_skipped=() if force_effects else held,
             )
-        return ReplayReport(delivery, dry_run, force_effects, [items[v.id] for v in views])
+        return ReplayResult(delivery, dry_run, force_effects, [items[v.id] for v in views])
 
     superseded: dict[str, tuple[str, ...]] = {}
     if force_effects and runnable:
@@ -216,7 +216,7 @@ async def replay(
             forwarded=_is_forward(config, job),
             waited=wait_seconds,
         )
-    return ReplayReport(delivery, dry_run, force_effects, [items[v.id] for v in views])
+    return ReplayResult(delivery, dry_run, force_effects, [items[v.id] for v in views])
 
 
 async def _wait_settled(

@@ -42,7 +42,7 @@ class TracedJob:
 
 
 @dataclass(frozen=True, slots=True)
-class TracedDelivery:
+class DeliveryTrace:
     delivery: DeliveryView
     jobs: list[TracedJob]
     effects: list[EffectRecord]
@@ -73,7 +73,7 @@ class TracedDelivery:
 class TraceReport:
     event_id: str
     source: str | None
-    deliveries: list[TracedDelivery]
+    deliveries: list[DeliveryTrace]
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -108,7 +108,7 @@ async def trace(
         actions = await store.audit.list_operator_actions(delivery_id=delivery.id)
         extra = {name: await layer(store, delivery) for name, layer in layers.items()}
         routes = await _routes(store, config, delivery)
-        traced.append(TracedDelivery(delivery, jobs, effects, actions, extra, routes))
+        traced.append(DeliveryTrace(delivery, jobs, effects, actions, extra, routes))
     return TraceReport(event_id, source, traced)
 
 

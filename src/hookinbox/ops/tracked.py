@@ -15,7 +15,7 @@ from hookinbox.store import ResourceView, Store, TransitionView
 
 
 @dataclass(frozen=True, slots=True)
-class ResourceList:
+class TrackedResourceList:
     resources: list[ResourceView]
     #: The id to pass as ``before`` for the next page, None on the last one.
     next_before: str | None
@@ -28,7 +28,7 @@ class ResourceList:
 
 
 @dataclass(frozen=True, slots=True)
-class ResourceDetail:
+class TrackedResource:
     resource: ResourceView
     transitions: list[TransitionView]
 
@@ -44,13 +44,13 @@ async def list_resources(
     state: str | None = None,
     before: str | None = None,
     limit: int = 50,
-) -> ResourceList:
+) -> TrackedResourceList:
     """Newest resources first, ``limit`` a page (``before``: the last id seen)."""
     found = await store.resources.list_resources(
         kind=kind, tenant=tenant, state=state, before=before, limit=limit + 1
     )
     page = found[:limit]
-    return ResourceList(page, page[-1].id if len(found) > limit else None)
+    return TrackedResourceList(page, page[-1].id if len(found) > limit else None)
 
 
 async def resource_transitions(store: Store, resource_id: str) -> list[TransitionView]:
@@ -60,9 +60,9 @@ async def resource_transitions(store: Store, resource_id: str) -> list[Transitio
     return await store.resources.list_transitions(resource_id)
 
 
-async def show_resource(store: Store, resource_id: str) -> ResourceDetail:
+async def show_resource(store: Store, resource_id: str) -> TrackedResource:
     """One resource and its transition log; NotFound for an unknown resource."""
     view = await store.resources.get_resource(resource_id)
     if view is None:
         raise NotFound(f"no resource {resource_id!r}")
-    return ResourceDetail(view, await store.resources.list_transitions(resource_id))
+    return TrackedResource(view, await store.resources.list_transitions(resource_id))

@@ -23,7 +23,7 @@ from hookinbox.ids import job_id, new_delivery_id
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
 from hookinbox.receive.batcher import ReservationBatcher
-from hookinbox.receive.rejected import RejectedKeeper
+from hookinbox.receive.rejected_keeper import RejectedKeeper
 from hookinbox.resources.service import ResourceRoutes, log_outcome
 from hookinbox.routing import check_filters, filtered
 from hookinbox.store import NewDelivery, NewJob, Reservation, Store

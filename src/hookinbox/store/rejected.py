@@ -6,7 +6,7 @@ provider's repeats of one delivery, or a forger's of one body, update it (``seen
 latest headers) -- and after every write the source's rows are cut to a ring of at most
 ``max_rows`` rows and ``max_bytes`` bytes, the least recently seen going first. Rows older
 than the retention are purged in batches. (The receiver also rate-limits writes before
-they reach the store: :mod:`hookinbox.receive.rejected`.)
+they reach the store: :mod:`hookinbox.receive.rejected_keeper`.)
 """
 
 from __future__ import annotations

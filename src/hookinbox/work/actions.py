@@ -15,7 +15,7 @@ import httpx
 from hookinbox import outbound
 from hookinbox.ids import forward_effect_key
 from hookinbox.tracing import NOOP, Tracing
-from hookinbox.work.destinations import DestinationGate
+from hookinbox.work.destination_gate import DestinationGate
 from hookinbox.work.effects import JobContext, SyncJobContext
 from hookinbox.work.handlers import NO_SERVICES, plan_call
 

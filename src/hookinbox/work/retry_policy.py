@@ -22,7 +22,7 @@ from hookinbox.backoff import JITTER, backoff_seconds
 from hookinbox.codes import DEFERRING_STATUSES, JobCode, RetryKind, SettleOutcome
 from hookinbox.config import Route, Worker
 from hookinbox.errors import TargetAnswered
-from hookinbox.work.destinations import DestinationHeld
+from hookinbox.work.destination_gate import DestinationHeld
 
 #: The longest a job held by a full destination waits before it is claimed again.
 MAX_BUSY_WAIT_SECONDS = 5.0

@@ -20,7 +20,7 @@ from hookinbox.store import Store
 from hookinbox.tracing import NOOP, Tracing
 from hookinbox.verify.registry import credential_headers
 from hookinbox.work.actions import Action, ForwardAction, HandlerAction
-from hookinbox.work.destinations import DestinationGate
+from hookinbox.work.destination_gate import DestinationGate
 from hookinbox.work.handlers import load_services
 from hookinbox.work.resource_action import ResourceAction
 from hookinbox.work.retry_policy import RetryPolicy
