@@ -37,6 +37,25 @@ class DeadLetterFilter:
     since: datetime | None = None
     until: datetime | None = None
 
+    def where(self) -> dict[str, Any]:
+        """The filter as the store's dead-letter queries take it (keyword arguments)."""
+        return {
+            "source": self.source,
+            "action": self.action,
+            "reason": self.reason,
+            "since": self.since,
+            "until": self.until,
+        }
+
+    def checked(self, config: Config) -> DeadLetterFilter:
+        """The filter with its source resolved and its terms cleaned (a bad one refused)."""
+        return replace(
+            self,
+            source=source_name(config, self.source),
+            action=clean_term(self.action, "action"),
+            reason=clean_term(self.reason, "reason"),
+        )
+
     def as_json(self) -> dict[str, Any]:
         return {
             "source": self.source,
@@ -124,16 +143,9 @@ async def dlq_list(
     """Failed jobs, newest failure first; a page after the dead letter ``before``."""
     if limit < 1:
         raise InvalidArgument("--limit must be at least 1")
-    wanted = matching or DeadLetterFilter(source=source, since=since)
+    wanted = (matching or DeadLetterFilter(source=source, since=since)).checked(config)
     jobs = await store.queue.list_dead_letters(
-        order="newest_failure",
-        source=source_name(config, wanted.source),
-        action=clean_term(wanted.action, "action"),
-        reason=clean_term(wanted.reason, "reason"),
-        since=wanted.since,
-        until=wanted.until,
-        before=clean_term(before, "page"),
-        limit=limit,
+        order="newest_failure", **wanted.where(), before=clean_term(before, "page"), limit=limit
     )
     return DeadLetterListing(jobs, config.operations.dlq_review_days)
 
@@ -183,30 +195,12 @@ async def dlq_retry_all(
         raise InvalidArgument(f"--limit must be between 1 and {max_limit}")
     if source is not None and matching is not None and matching.source != source:
         raise InvalidArgument("two different sources given")
-    wanted = matching or DeadLetterFilter(source=source)
-    wanted = replace(
-        wanted,
-        source=source_name(config, wanted.source),
-        action=clean_term(wanted.action, "action"),
-        reason=clean_term(wanted.reason, "reason"),
-    )
+    wanted = (matching or DeadLetterFilter(source=source)).checked(config)
     if wanted.since and wanted.until and wanted.since >= wanted.until:
         raise InvalidArgument("since must be before until")
-    matched = await store.queue.count_dead_letters(
-        source=wanted.source,
-        action=wanted.action,
-        reason=wanted.reason,
-        since=wanted.since,
-        until=wanted.until,
-    )
+    matched = await store.queue.count_dead_letters(**wanted.where())
     jobs = await store.queue.list_dead_letters(
-        source=wanted.source,
-        action=wanted.action,
-        reason=wanted.reason,
-        since=wanted.since,
-        until=wanted.until,
-        limit=limit,
-        order="oldest_failure",
+        **wanted.where(), limit=limit, order="oldest_failure"
     )
     if expect is not None and not dry_run and len(jobs) != expect:
         raise OperationRefused(
