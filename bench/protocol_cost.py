@@ -1,4 +1,4 @@
-"""CPU per request of uvicorn's httptools protocol and of hookinbox's bounded subclass.
+"""CPU per request of uvicorn's httptools protocol and of hookinbox's own (EdgeProtocol).
 
 The end-to-end bench (run.py) cannot see a few microseconds on a shared 2-core machine,
 so this drives both protocol classes directly, in one process, on uvloop: one kept-alive
@@ -22,7 +22,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from hookinbox.server import BoundedHttpToolsProtocol, ConnectionLimits, uvicorn_config
+from hookinbox.server import ConnectionLimits, EdgeProtocol, uvicorn_config
 
 REQUEST = (
     b"POST /webhooks/bench HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -70,7 +70,7 @@ async def app(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"ok"})
 
 
-async def run(protocol_class: type[HttpToolsProtocol], config: Config, requests: int) -> float:
+async def run(protocol_class: Any, config: Config, requests: int) -> float:
     state = ServerState()
     protocol = protocol_class(config=config, server_state=state, app_state={})
     transport = MemoryTransport()
@@ -95,10 +95,10 @@ def main() -> None:
     config = uvicorn_config(app, ConnectionLimits(), host="127.0.0.1", port=0)
     config.lifespan = "off"
     config.load()
-    results: dict[str, list[float]] = {"uvicorn": [], "bounded": []}
+    results: dict[str, list[float]] = {"uvicorn": [], "edge": []}
     loop = uvloop.new_event_loop()
     for _ in range(args.rounds):
-        for name, cls in (("uvicorn", HttpToolsProtocol), ("bounded", BoundedHttpToolsProtocol)):
+        for name, cls in (("uvicorn", HttpToolsProtocol), ("edge", EdgeProtocol)):
             results[name].append(loop.run_until_complete(run(cls, config, args.requests)))
     loop.close()
     for name, values in results.items():
@@ -108,9 +108,9 @@ def main() -> None:
             f" us/request  ({rounds})"
         )
     for how, pick in (("median", statistics.median), ("min", min)):
-        base, bounded = (pick(results[k]) for k in ("uvicorn", "bounded"))
-        change = f"{bounded - base:+.2f} us/request ({bounded / base - 1:+.1%})"
-        print(f"bounded - uvicorn ({how}): {change}")
+        base, edge = (pick(results[k]) for k in ("uvicorn", "edge"))
+        change = f"{edge - base:+.2f} us/request ({edge / base - 1:+.1%})"
+        print(f"edge - uvicorn ({how}): {change}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ The tree::
 
     HookinboxError
     ├── ConfigError                  config_error       exit 2
+    ├── PortInUse                    port_in_use        exit 6
     ├── VerificationError            (HTTP 400)
     │   ├── MissingHeaders           missing_headers
     │   ├── InvalidHeaders           invalid_headers
@@ -75,6 +76,13 @@ class ConfigError(HookinboxError):
 
     code = "config_error"
     exit_code = 2
+
+
+class PortInUse(HookinboxError):
+    """A port hookinbox serve would listen on is already taken by another process."""
+
+    code = "port_in_use"
+    exit_code = 6
 
 
 class VerificationError(HookinboxError):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hookinbox.logs import LIBRARY_LINE_INTERVAL_SECONDS
+from hookinbox.server.protocol import CUT_LINE_INTERVAL_SECONDS
 from tests.server.support import answer_to, status_of
 from tests.server.test_serve_limits import write_config
 from tests.support.processes import REPO, HookinboxProcess, free_port, hookinbox_env
@@ -101,9 +101,8 @@ async def test_serve_logs_malformed_requests_as_a_json_line_not_one_each(tmp_pat
     assert {status_of(answer) for answer in answers} == {400}
     output = server.output()
     assert "CANARY" not in output
-    refused = [line for line in json_lines(output) if line["event"] == "library_log"]
+    refused = [line for line in json_lines(output) if line["event"] == "connection_cut"]
     # One line a second at most, however fast the sender is refused.
-    assert 1 <= len(refused) <= 1 + elapsed / LIBRARY_LINE_INTERVAL_SECONDS
-    assert {(line["logger"], line["message"]) for line in refused} == {
-        ("uvicorn.error", "Invalid HTTP request received.")
-    }
+    assert 1 <= len(refused) <= 1 + elapsed / CUT_LINE_INTERVAL_SECONDS
+    assert {(line["reason"], line["status"]) for line in refused} == {("malformed_request", 400)}
+    assert not [line for line in json_lines(output) if line["event"] == "library_log"]

@@ -3,7 +3,8 @@
 The CLI is the only place where errors become exit codes: every
 :class:`~hookinbox.errors.HookinboxError` ends a command with one line
 (``hookinbox: <code>: <message>``) and its ``exit_code`` (2 config or bad argument,
-3 store, 4 not found, 5 refused).
+3 store, 4 not found, 5 refused, 6 a port
+in use).
 """
 
 from __future__ import annotations

@@ -53,23 +53,24 @@ def serve(
     log_level: str,
 ) -> None:
     """Receive webhooks (and run workers, unless --no-workers)."""
-    from hookinbox.server import ConnectionLimits, run_server
+    from hookinbox.server import ConnectionLimits, listen, run_server
 
     config = load_config(config_path)
+    # The ports first: one taken by another process is one line, before anything starts.
+    bind_host = host or config.server.host
+    bind_port = port if port is not None else config.server.port
+    sockets = [listen(bind_host, bind_port, "server.port")]
+    operator = None
+    if config.server.admin_port is not None:
+        operator = (config.server.admin_host, config.server.admin_port)
+        sockets.append(listen(*operator, "server.admin_port"))
     configure_logging(log_format, log_level, capture_libraries=True)  # type: ignore[arg-type]
     inbox = checked_inbox(config, run_workers=not no_workers)
     run(_preflight(config))
     limits = ConnectionLimits.from_config(config.server)
-    bind_host = host or config.server.host
-    bind_port = port if port is not None else config.server.port
-    operator = None
-    if config.server.admin_port is not None:
-        operator = (config.server.admin_host, config.server.admin_port)
     log.info("serve_urls", **serve_urls(bind_host, bind_port, operator))
     if processes == 1:
-        run_server(
-            inbox.app, limits, host=bind_host, port=bind_port, processes=1, operator=operator
-        )
+        run_server(inbox.app, limits, sockets, processes=1)
         return
     # Each process builds its own inbox from the same settings (see app_from_environment).
     os.environ.update(
@@ -80,11 +81,8 @@ def serve(
             "HOOKINBOX_NO_WORKERS": "1" if no_workers else "0",
         }
     )
-    factory = "hookinbox.app:app_from_environment"
     with shared_metrics_dir():
-        run_server(
-            factory, limits, host=bind_host, port=bind_port, processes=processes, operator=operator
-        )
+        run_server("hookinbox.app:app_from_environment", limits, sockets, processes=processes)
 
 
 #: prometheus-client's multiprocess mode: each process writes its values to files in this

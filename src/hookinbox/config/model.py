@@ -337,9 +337,13 @@ class Server(Frozen):
     keep_alive_timeout_seconds: float = Field(default=5.0, gt=0, le=300)
     #: A request head larger than this is answered 431 and closed.
     max_header_bytes: int = Field(default=65_536, ge=1024, le=16 * 1_048_576)
-    #: Open client connections per server process; at the cap a new one replaces the
-    #: oldest idle or still-arriving one, or is answered 503.
+    #: Open client connections per listener and server process; at the cap a new one
+    #: replaces the oldest idle or still-arriving one (then a stalled or slow one), or is
+    #: answered 503. The operator listener has a cap of its own.
     max_connections: int = Field(default=512, ge=1, le=1_000_000)
+    #: An answer the client does not read within this is dropped and the connection cut
+    #: (a client that pipelines requests and never reads their answers).
+    write_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     #: Proxies whose ``X-Forwarded-For`` names the client (addresses or CIDR blocks,
     #: ``["10.0.0.0/8"]``); from anyone else the header is ignored and the client is the
     #: TCP peer. The admin login's throttle counts per client address, so set it when a

@@ -1,0 +1,106 @@
+"""Binding the listeners and running the server processes.
+
+uvicorn is kept for what it does well and publicly: the ASGI lifespan, signals and
+graceful shutdown (``uvicorn.Server``), and the supervision of ``--processes N``
+(``uvicorn.supervisors.Multiprocess``), each handed sockets bound here. The HTTP
+connection is hookinbox's own (:class:`~hookinbox.server.protocol.EdgeProtocol`), given
+to uvicorn as its ``http`` protocol class. The range of uvicorn releases this contract
+is tested with is pinned in ``pyproject.toml``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import socket
+import sys
+from typing import Any
+
+import uvicorn
+
+from hookinbox.errors import ConfigError, PortInUse
+from hookinbox.server.limits import ConnectionLimits, ensure_open_files
+from hookinbox.server.protocol import EdgeProtocol
+
+
+class BoundedConfig(uvicorn.Config):
+    """A uvicorn config that carries the :class:`ConnectionLimits` to the protocol, also
+    into the processes of ``--processes N`` (the config is pickled to each)."""
+
+    def __init__(self, app: Any, *, connection_limits: ConnectionLimits, **kwargs: Any) -> None:
+        super().__init__(app, **kwargs)
+        self.connection_limits = connection_limits
+
+
+def uvicorn_config(
+    app: Any, limits: ConnectionLimits, *, host: str, port: int, **kwargs: Any
+) -> BoundedConfig:
+    """The uvicorn config of hookinbox's server: uvloop, hookinbox's own HTTP protocol,
+    no websockets, no access log (the app logs each delivery), no logging set-up of its
+    own, and no rewriting of the client's address from forwarded headers (the scope's
+    ``client`` is the socket's peer; the app decides which proxies it trusts)."""
+    return BoundedConfig(
+        app,
+        connection_limits=limits,
+        host=host,
+        port=port,
+        loop="auto",
+        http=EdgeProtocol,
+        ws="none",
+        lifespan="on",
+        log_level="warning",
+        # uvicorn's own loggers propagate to the root, where hookinbox's processes turn
+        # them into JSON lines like every other (logs.configure_logging).
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        date_header=False,  # the protocol writes its own
+        proxy_headers=False,
+        **kwargs,
+    )
+
+
+def listen(host: str, port: int, key: str) -> socket.socket:
+    """A socket bound to ``host:port`` as uvicorn binds its own (address reuse,
+    inheritable by the processes of ``--processes N``). A port another process listens
+    on is :class:`PortInUse` naming it (``key`` is the setting it came from), before
+    anything else starts."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family=family)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUse(f"{key}: {host}:{port} is already in use by another process") from None
+        raise ConfigError(f"{key}: cannot listen on {host}:{port} ({exc.strerror})") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def run_server(
+    app: Any,
+    limits: ConnectionLimits,
+    sockets: list[socket.socket],
+    *,
+    processes: int,
+) -> None:
+    """Serve ``app`` on ``sockets`` (the webhook listener first, then the operator one)
+    until SIGINT/SIGTERM. With ``processes`` > 1, ``app`` is the import string of an app
+    factory that each process calls (``module:function``)."""
+    ensure_open_files(limits, listeners=len(sockets))
+    host, port = sockets[0].getsockname()[:2]
+    if processes == 1:
+        config = uvicorn_config(app, limits, host=host, port=port)
+        server = uvicorn.Server(config)
+        with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the SIGINT it caught
+            server.run(sockets=sockets)
+        if not server.started:
+            sys.exit(3)  # the app's start-up failed (the store): uvicorn's STARTUP_FAILURE
+        return
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn_config(app, limits, host=host, port=port, factory=True, workers=processes)
+    with contextlib.suppress(KeyboardInterrupt):
+        Multiprocess(config, sockets=sockets).run()
