@@ -94,6 +94,7 @@ bench: venv postgres bench-deps
 CHAOS_ARGS ?=
 chaos: venv
 	PYTHONPATH=scripts $(BIN)/python -m chaos $(CHAOS_ARGS)
+	PYTHONPATH=scripts $(BIN)/python -m chaos.edge
 
 clean:
 	rm -rf $(VENV) var examples/var test-output .pytest_cache .mypy_cache .ruff_cache site dist

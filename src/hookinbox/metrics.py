@@ -68,11 +68,10 @@ def handler_buckets(slowest: float) -> tuple[float, ...]:
     return (*_HANDLER_BUCKETS, *longer, float(slowest)) if slowest > 60 else _HANDLER_BUCKETS
 
 
-#: Client connections the server cut off, by reason (``no_request``, ``header_timeout``,
-#: ``body_timeout``, ``header_too_large``, ``evicted_at_capacity``,
-#: ``refused_at_capacity``). The HTTP server (:mod:`hookinbox.server`) is one per process
-#: and is built by uvicorn, not by an inbox: so this one counter is per process, and each
-#: inbox's registry shows it.
+#: Client connections the server cut off or refused, by reason (the list is in
+#: docs/server.md: ``header_timeout``, ``write_stalled``, ``upgrade_refused`` ...). The HTTP
+#: server (:mod:`hookinbox.server`) is one per process and is built by uvicorn's server,
+#: not by an inbox: so this one counter is per process, and each inbox's registry shows it.
 CONNECTIONS_CUT = Counter(
     "hookinbox_connections_cut",
     "Client connections the server closed before a normal answer, by reason.",
