@@ -1,7 +1,11 @@
 """Issue 10 as a property, on both stores: whatever a sender sends -- any bytes, any
 headers, bodies signed with the right secret so they reach the edge -- the answer is
-200, 400, 404, 405 or 413, never a 5xx; a refusal leaves no row; and every accepted
-delivery's forward completes, its body, id and type carried exactly.
+200, 400, 404, 405, 413 or 431, never a 5xx; a refusal leaves no row; and every accepted
+delivery's forward completes, its body, id and type carried exactly. The framing varies
+too (over a raw socket): chunked in chunks of any size, with extensions and trailers,
+pipelined behind another request, with ``Expect: 100-continue``; each is read exactly as
+a Content-Length body. Hostile framing (``Upgrade``, oversized trailers, a broken chunk
+size, Content-Length beside chunked) is refused, closed, and never re-parsed.
 
 One running inbox per test (on a thread of its own, so hypothesis drives it with a plain
 client), a counting target that answers 200, and a bounded number of examples
@@ -11,9 +15,11 @@ finding of the issue is also sent as such first, so every run goes through them 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +61,9 @@ class Recipe:
     extra_headers: tuple[tuple[str, bytes], ...] = ()
     source: str = "test"
     method: str = "POST"
+    #: How the request is framed on the wire (sent over a raw socket unless "length").
+    framing: str = "length"
+    chunk: int = 64
     faults: tuple[str, ...] = ()
 
     def body(self) -> bytes:
@@ -165,7 +174,82 @@ FAULTS: dict[str, st.SearchStrategy[Any]] = {
     ).map(lambda lists: tuple(lists[0] + lists[1])),
     "source": st.sampled_from(["nope", quote("\u00df/x", safe=""), "a" * 300]),
     "method": st.sampled_from(["GET", "PUT"]),
+    "framing": st.sampled_from(["upgrade", "big_trailers", "bad_chunk", "length_and_chunked"]),
 }
+#: Framings a real sender uses: each must be read exactly as a Content-Length body.
+CLEAN_FRAMINGS = ["length"] * 5 + ["raw_length", "chunked", "trailers", "pipelined", "expect"]
+HEALTHZ_CLOSE = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+
+
+def chunked(body: bytes, size: int, framing: str) -> bytes:
+    """``body`` as a chunked body of ``size``-byte chunks (with an extension), and the
+    trailers or the broken framing ``framing`` asks for."""
+    parts = [
+        b"%x;n=1\r\n%s\r\n" % (len(body[i : i + size]), body[i : i + size])
+        for i in range(0, len(body), size)
+    ]
+    if framing == "bad_chunk":
+        parts.insert(0, b"zz\r\n")
+    trailers = {
+        "trailers": b"X-Trailer: 1\r\nX-Other: two\r\n",
+        "big_trailers": b"X-T: " + b"a" * 70_000 + b"\r\n",
+    }.get(framing, b"")
+    return b"".join(parts) + b"0\r\n" + trailers + b"\r\n"
+
+
+def raw_request(recipe: Recipe) -> bytes:
+    method, path, body, headers = recipe.request()
+    framing = recipe.framing
+    lines = [f"{method} {path} HTTP/1.1".encode(), b"Host: 127.0.0.1"]
+    lines += [name + b": " + value for name, value in headers]
+    if framing == "upgrade":
+        lines += [b"Connection: Upgrade", b"Upgrade: foo"]
+    elif framing != "pipelined":
+        lines.append(b"Connection: close")
+    if framing == "expect":
+        lines.append(b"Expect: 100-continue")
+    if framing in ("chunked", "trailers", "big_trailers", "bad_chunk", "length_and_chunked"):
+        lines.append(b"Transfer-Encoding: chunked")
+        if framing == "length_and_chunked":
+            lines.append(b"Content-Length: %d" % len(body))
+        payload = chunked(body, recipe.chunk, framing)
+    else:
+        lines.append(b"Content-Length: %d" % len(body))
+        payload = body
+    request = b"\r\n".join(lines) + b"\r\n\r\n" + payload
+    return request + HEALTHZ_CLOSE if framing == "pipelined" else request
+
+
+def answers_in(data: bytes) -> list[tuple[int, bytes]]:
+    """The final answers (status, body) in what the server sent, in order."""
+    found: list[tuple[int, bytes]] = []
+    pos = 0
+    while (end := data.find(b"\r\n\r\n", pos)) >= 0:
+        lines = data[pos:end].split(b"\r\n")
+        status = int(lines[0].split()[1])
+        fields = dict(
+            (name.strip().lower(), value.strip())
+            for name, _, value in (line.partition(b":") for line in lines[1:])
+        )
+        pos = end + 4
+        if status < 200:
+            continue
+        length = int(fields.get(b"content-length", len(data) - pos))
+        found.append((status, data[pos : pos + length]))
+        pos += length
+    return found
+
+
+def exchange(port: int, request: bytes) -> list[tuple[int, bytes]]:
+    """Send ``request`` on a new connection; the answers until the server closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        with contextlib.suppress(OSError):
+            sock.sendall(request)
+        chunks = []
+        with contextlib.suppress(OSError):
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+    return answers_in(b"".join(chunks))
 
 
 @st.composite
@@ -177,6 +261,8 @@ def recipes(draw: st.DrawFn) -> Recipe:
         "event_type": draw(PLAIN_TYPE),
         "data": {"n": draw(st.integers(0, 10**6))},
         "ensure_ascii": draw(st.booleans()),
+        "framing": draw(st.sampled_from(CLEAN_FRAMINGS)),
+        "chunk": draw(st.integers(1, 300)),
     }
     for name, strategy in FAULTS.items():
         if draw(st.integers(0, 9)) == 5:  # not 0, which hypothesis favours
@@ -208,6 +294,14 @@ FINDINGS = [
         faults=("extra_headers",),
     ),
     Recipe(raw_id=b"evt_f6_latin1_id_\xe9"),
+    *(
+        Recipe(raw_id=f"evt_framing_{framing}".encode(), framing=framing, chunk=5)
+        for framing in CLEAN_FRAMINGS[5:]
+    ),
+    *(
+        Recipe(raw_id=f"evt_framing_{framing}".encode(), framing=framing, faults=("framing",))
+        for framing in ("upgrade", "big_trailers", "bad_chunk", "length_and_chunked")
+    ),
 ]
 
 
@@ -237,18 +331,31 @@ def _run(db_url: str) -> None:
                     recipe = dataclasses.replace(recipe, raw_id=b"evt_new_%d" % next(sent))
                 method, path, body, headers = recipe.request()
                 before = received_rows()
-                answer = client.request(
-                    method, inbox.base_url + path, content=body, headers=headers
-                )
-                summary = f"{answer.status_code} {answer.text[:40]}"
+                if recipe.framing == "length":
+                    answer = client.request(
+                        method, inbox.base_url + path, content=body, headers=headers
+                    )
+                    status, text = answer.status_code, answer.text
+                else:
+                    port = int(inbox.base_url.rsplit(":", 1)[1])
+                    raw = exchange(port, raw_request(recipe))
+                    assert raw, recipe.framing
+                    status, text = raw[0][0], raw[0][1].decode("utf-8", "replace")
+                    if recipe.framing == "upgrade":  # refused, closed: its body never ran
+                        assert raw == [(400, b"upgrade_refused")], raw
+                    if recipe.framing == "pipelined" and status == 200:
+                        assert [a[0] for a in raw[1:]] == [200], raw  # and nothing more
+                    elif recipe.framing != "pipelined":
+                        assert len(raw) == 1, raw
+                summary = f"{status} {text[:40]}"
                 answers[summary] = answers.get(summary, 0) + 1
-                assert answer.status_code in ALLOWED, summary
+                assert status in ALLOWED, summary
                 if not recipe.faults:
-                    assert answer.status_code == 200, summary
-                if answer.status_code != 200:
+                    assert status == 200, summary
+                if status != 200:
                     assert received_rows() == before, summary
                     return
-                receipt = answer.json()
+                receipt = json.loads(text)
                 assert receipt["status"] in ("accepted", "duplicate"), receipt
                 if receipt["status"] == "accepted":
                     event_id = recipe.raw_id.decode("latin-1")
