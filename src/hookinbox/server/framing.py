@@ -40,26 +40,23 @@ FRAMING_TOO_LARGE = Refusal(431, "framing_too_large")
 HEAD_TOO_LARGE = Refusal(431, "header_too_large")
 
 
-def body_framing(headers: list[tuple[bytes, bytes]], http_version: str) -> int | Refusal | None:
-    """The body's length from the head: a byte count, ``None`` for chunked, or why the
-    head is refused. Conflicting or repeated-and-different lengths, a transfer coding
-    other than ``chunked`` alone, or chunked in HTTP/1.0 are refused (RFC 9112 §6.3: a
-    framing two parsers could read differently is how requests are smuggled)."""
-    lengths: list[bytes] = []
-    codings: list[bytes] = []
-    for name, value in headers:
-        if name == b"content-length":
-            lengths.append(value.strip())
-        elif name == b"transfer-encoding":
-            codings += [t.strip().lower() for t in value.split(b",")]
-    if codings:
+def body_framing(
+    lengths: list[bytes], transfer_encodings: list[bytes], http_version: str
+) -> int | Refusal | None:
+    """The body's length from the head's Content-Length and Transfer-Encoding values: a
+    byte count, ``None`` for chunked, or why the head is refused. Conflicting or
+    repeated-and-different lengths, a transfer coding other than ``chunked`` alone, or
+    chunked in HTTP/1.0 are refused (RFC 9112 §6.3: a framing two parsers could read
+    differently is how requests are smuggled)."""
+    if transfer_encodings:
+        codings = [t.strip().lower() for value in transfer_encodings for t in value.split(b",")]
         if lengths or codings != [b"chunked"] or http_version == "1.0":
             return BAD_TRANSFER_ENCODING
         return None
     if not lengths:
         return 0
-    first = lengths[0]
-    if not first.isdigit() or len(first) > 18 or any(v != first for v in lengths):
+    first = lengths[0].strip()
+    if not first.isdigit() or len(first) > 18 or any(v.strip() != first for v in lengths):
         return BAD_LENGTH
     return int(first)
 

@@ -130,13 +130,21 @@ _cut_lines = _CutLines()
 
 
 class _Head:
-    """What httptools reports of one request head (fed to it whole, once)."""
+    """What httptools reports of one request head (fed to it whole, once), with the
+    headers that frame its body picked out on the way."""
 
-    __slots__ = ("complete", "expect_continue", "headers", "upgrade", "url")
+    __slots__ = ("codings", "complete", "expect_continue", "headers", "lengths", "upgrade", "url")
+
+    # The callbacks httptools looks for and this does not want, present so that looking
+    # them up is not an AttributeError per request.
+    on_message_begin = on_status = on_body = on_message_complete = None
+    on_chunk_header = on_chunk_complete = None
 
     def __init__(self) -> None:
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
+        self.lengths: list[bytes] = []
+        self.codings: list[bytes] = []
         self.complete = False
         self.expect_continue = False
         self.upgrade = False
@@ -146,7 +154,11 @@ class _Head:
 
     def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
-        if name == b"expect" and value.lower() == b"100-continue":
+        if name == b"content-length":
+            self.lengths.append(value)
+        elif name == b"transfer-encoding":
+            self.codings.append(value)
+        elif name == b"expect" and value.lower() == b"100-continue":
             self.expect_continue = True
         elif name == b"upgrade":
             self.upgrade = True
@@ -381,7 +393,7 @@ class EdgeProtocol(asyncio.Protocol):
             self._refuse(UPGRADE)
             return False
         version = parser.get_http_version()
-        framing = body_framing(head.headers, version)
+        framing = body_framing(head.lengths, head.codings, version)
         if isinstance(framing, Refusal):
             self._refuse(framing)
             return False
