@@ -53,7 +53,7 @@ def serve(
     log_level: str,
 ) -> None:
     """Receive webhooks (and run workers, unless --no-workers)."""
-    from hookinbox.server import ConnectionLimits, listen, run_server
+    from hookinbox.server import ConnectionLimits, ensure_open_files, listen, run_server
 
     config = load_config(config_path)
     # The ports first: one taken by another process is one line, before anything starts.
@@ -64,10 +64,11 @@ def serve(
     if config.server.admin_port is not None:
         operator = (config.server.admin_host, config.server.admin_port)
         sockets.append(listen(*operator, "server.admin_port"))
+    limits = ConnectionLimits.from_config(config.server)
+    ensure_open_files(limits, listeners=len(sockets))
     configure_logging(log_format, log_level, capture_libraries=True)  # type: ignore[arg-type]
     inbox = checked_inbox(config, run_workers=not no_workers)
     run(_preflight(config))
-    limits = ConnectionLimits.from_config(config.server)
     log.info("serve_urls", **serve_urls(bind_host, bind_port, operator))
     if processes == 1:
         run_server(inbox.app, limits, sockets, processes=1)

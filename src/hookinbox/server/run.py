@@ -19,7 +19,7 @@ from typing import Any
 import uvicorn
 
 from hookinbox.errors import ConfigError, PortInUse
-from hookinbox.server.limits import ConnectionLimits, ensure_open_files
+from hookinbox.server.limits import ConnectionLimits
 from hookinbox.server.protocol import EdgeProtocol
 
 
@@ -87,9 +87,10 @@ def run_server(
     processes: int,
 ) -> None:
     """Serve ``app`` on ``sockets`` (the webhook listener first, then the operator one)
-    until SIGINT/SIGTERM. With ``processes`` > 1, ``app`` is the import string of an app
-    factory that each process calls (``module:function``)."""
-    ensure_open_files(limits, listeners=len(sockets))
+    until SIGINT/SIGTERM; the caller has made room for the connections
+    (:func:`~hookinbox.server.limits.ensure_open_files`). With ``processes`` > 1,
+    ``app`` is the import string of an app factory that each process calls
+    (``module:function``)."""
     host, port = sockets[0].getsockname()[:2]
     if processes == 1:
         config = uvicorn_config(app, limits, host=host, port=port)
