@@ -116,38 +116,45 @@ class NotifyService:
         return collections.Counter(r["key"] for r in self.requests)
 
 
-async def ready_outbox_row(store: Any, ref: str, *, event_id: str | None = None) -> str:
-    """A video resource moved to ``ready`` by a delivery through the store's own methods:
-    its ``video-ready`` outbox row is pending. Returns the row's key."""
+async def video_event_applied(store: Any, ref: str, status: str, *, event_id: str) -> Any:
+    """A ``video.{status}`` delivery about ``ref`` applied through the store's own methods
+    (reserve, claim, apply in one transaction); the store's outcome."""
     from hookinbox.resources.machine import VIDEO
-    from hookinbox.resources.service import new_resource_id
     from hookinbox.store import ParkPolicy, ResourceEvent
     from tests.support.journal import add_delivery
 
-    resource = await store.resources.create_resource(
-        new_resource_id(), "video", tenant="acme", owner="u", state="submitted", provider_ref=ref
-    )
     delivery_id = await add_delivery(
-        store, event_id or f"evt_{ref}", actions=("video",), event_type="video.ready"
+        store, event_id, actions=("video",), event_type=f"video.{status}"
     )
     (job,) = [j for j in await store.queue.claim_due_jobs("test-worker", 100, 30)]
     assert job.delivery_id == delivery_id
     event = ResourceEvent(
         kind="video",
         provider_ref=ref,
-        target="ready",
+        target=status,
         tenant=None,
         owner=None,
-        event_type="video.ready",
+        event_type=f"video.{status}",
         event_time=None,
         delivery_id=delivery_id,
         job_id=job.id,
     )
-    outcome = await store.resources.apply_resource_event(
+    return await store.resources.apply_resource_event(
         job.id, job.lease_token, "test", event, VIDEO, ParkPolicy()
     )
+
+
+async def ready_outbox_row(store: Any, ref: str, *, event_id: str | None = None) -> str:
+    """A video resource moved to ``ready`` by a delivery through the store's own methods:
+    its ``video-ready`` outbox row is pending. Returns the row's key."""
+    from hookinbox.resources.service import new_resource_id
+
+    resource = await store.resources.create_resource(
+        new_resource_id(), "video", tenant="acme", owner="u", state="submitted", provider_ref=ref
+    )
+    outcome = await video_event_applied(store, ref, "ready", event_id=event_id or f"evt_{ref}")
     assert outcome.outbox_keys == (f"video-ready:{resource.id}",)
-    return outcome.outbox_keys[0]
+    return str(outcome.outbox_keys[0])
 
 
 # Python-callable outbox senders (``outbox.handler = "tests.resources.support:..."``).
