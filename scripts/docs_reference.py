@@ -241,8 +241,16 @@ def cli_page() -> str:
         "",
         "Generated from the click commands' own help when the site is built. Every command",
         "reads its config from `--config`, else `$HOOKINBOX_CONFIG`, else `./hookinbox.toml`;",
-        "every `HookinboxError` ends a command with one line and its exit code (2 config or",
-        "bad argument, 3 store, 4 not found, 5 refused).",
+        "every error ends a command with one line on stderr and its exit code (2 config or",
+        "bad argument, 3 store, 4 not found, 5 refused): `hookinbox: CODE: message`, or,",
+        'when the command was asked for JSON, the object `{"error": CODE, "message": ...}`.',
+        "",
+        "A list command prints a table that fits the terminal (ids whole, relative times,",
+        "the least needed columns left out when it is narrow); `--wide` shows every column",
+        "with UTC times, `--format tsv` and `--format json` (`--json`) every column for",
+        "programs. A bulk command (`dlq retry --all`, `rejected retry --all`) changes",
+        "nothing without an explicit `--limit N`; a `--dry-run` needs none (it previews up",
+        "to 100).",
         "",
     ]
     for path, ctx in commands(cli_main, None, "hookinbox"):

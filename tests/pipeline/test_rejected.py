@@ -168,7 +168,7 @@ def test_the_cli_lists_and_retries(db_url: str, tmp_path: Path) -> None:
     assert row["reason"] == "invalid_signature" and "webhook-signature" in row["header_names"]
     still = cli("retry", row["id"])
     assert still.returncode == 1 and "invalid_signature" in still.stdout
-    fixed = cli("retry", "--all", "--json", secret=f"{SECRET} {OLD_SECRET}")
+    fixed = cli("retry", "--all", "--limit", "10", "--json", secret=f"{SECRET} {OLD_SECRET}")
     assert fixed.returncode == 0, fixed.stderr
     (result,) = json.loads(fixed.stdout)
     assert result["outcome"] == "accepted"

@@ -1,10 +1,11 @@
 """What every command shares: loading the config, opening the store, one-line errors.
 
 The CLI is the only place where errors become exit codes: every
-:class:`~hookinbox.errors.HookinboxError` ends a command with one line
-(``hookinbox: <code>: <message>``) and its ``exit_code`` (2 config or bad argument,
-3 store, 4 not found, 5 refused, 6 a port
-in use).
+:class:`~hookinbox.errors.HookinboxError` ends a command with one line on stderr and its
+``exit_code`` (2 config or bad argument, 3 store, 4 not found, 5 refused, 6 a port in
+use). The line is ``hookinbox: <code>: <message>``, or, when the command was asked for
+JSON (``--json``, ``--format json``), the object ``{"error": "<code>", "message":
+"<message>"}``: a program reading JSON gets JSON, with the code the HTTP API would answer.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
-from rich.console import Console
 
+from hookinbox.cli.output import json_requested
 from hookinbox.config import Config, load_config, parse_duration
 from hookinbox.errors import HookinboxError, InvalidArgument
 from hookinbox.logs import configure_logging
@@ -37,12 +38,28 @@ config_option = click.option(
     default=None,
     help="Config file [env HOOKINBOX_CONFIG, else ./hookinbox.toml].",
 )
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON (errors too: one JSON object on stderr)."
+)
 
 
-def fail(message: str, code: int) -> None:
-    click.echo(f"hookinbox: {message}", err=True)
-    sys.exit(code)
+#: The one rule of every bulk command (``dlq retry --all``, ``rejected retry --all``): it
+#: changes nothing without an explicit ``--limit N``; a ``--dry-run`` needs none and
+#: previews up to this many.
+BULK_PREVIEW = 100
+
+
+def bulk_needs_limit(command: str) -> str:
+    return f"{command} needs --limit N: a bulk command is always bounded"
+
+
+def fail(code: str, message: str, exit_code: int, *, as_json: bool | None = None) -> NoReturn:
+    """End the command: one line on stderr (a JSON object when JSON was asked for)."""
+    if json_requested() if as_json is None else as_json:
+        click.echo(json.dumps({"error": code, "message": message}), err=True)
+    else:
+        click.echo(f"hookinbox: {code}: {message}", err=True)
+    sys.exit(exit_code)
 
 
 def reports_errors(fn: F) -> F:
@@ -53,7 +70,7 @@ def reports_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except HookinboxError as exc:
-            fail(f"{exc.code}: {exc.message}", exc.exit_code)
+            fail(exc.code, exc.message, exc.exit_code)
 
     return wrapper  # type: ignore[return-value]
 
@@ -83,19 +100,11 @@ async def opened_store(config: Config, *, create: bool = False) -> AsyncIterator
         await store.close()
 
 
-def print_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, default=str))
-
-
 def quiet_config(path: str | None) -> Config:
     """Load the config; keep log lines (to stderr) for errors only, so ``--json`` output
     and the one-line refusals stay clean. The audit of every change is in the store."""
     configure_logging("console", "error")
     return load_config(path)
-
-
-def console() -> Console:
-    return Console(highlight=False, soft_wrap=True)
 
 
 def parse_since(value: str | None, flag: str = "--since") -> datetime | None:

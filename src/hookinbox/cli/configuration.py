@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from hookinbox.cli.common import config_option, json_option, print_json, reports_errors
+from hookinbox.cli.common import config_option, json_option, reports_errors
+from hookinbox.cli.output import print_json
 from hookinbox.config import Config, load_config
 
 if TYPE_CHECKING:

@@ -5,25 +5,51 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from hookinbox import ops
 from hookinbox.cli.attempts import attempt_line
 from hookinbox.cli.common import (
     config_option,
+    json_option,
     opened_store,
-    print_json,
     quiet_config,
     reports_errors,
     run,
+)
+from hookinbox.cli.output import (
+    Column,
+    Output,
+    field_lines,
+    output_options,
+    print_json,
+    show_rows,
+    terminal_table,
+    wrapped_line,
 )
 from hookinbox.ops.search import MAX_PAGE
 from hookinbox.store import (
     JOB_STATES,
     AttemptView,
     DeliveryView,
-    iso,
+)
+
+LIST_COLUMNS = (
+    Column("delivery_id", "id"),
+    Column("status"),
+    Column("last_seen", "time"),
+    Column("type", "text", drop=1),
+    Column("source", "text", drop=2),
+    Column("event_id", "id", drop=3),
+    Column("count", drop=4),
+    Column("first_seen", "time", wide_only=True),
+)
+JOB_COLUMNS = (
+    Column("action", "id"),
+    Column("state"),
+    Column("attempts"),
+    Column("last_error", "text", drop=1),
+    Column("next_attempt", "time", drop=2),
+    Column("business_id", "id", drop=3),
 )
 
 
@@ -48,8 +74,8 @@ def deliveries() -> None:
 )
 @click.option("--limit", type=click.IntRange(1, MAX_PAGE), default=50, show_default=True)
 @click.option("--before", default=None, help="Page: deliveries older than this delivery id.")
-@click.option("--json", "as_json", is_flag=True)
 @reports_errors
+@output_options
 def deliveries_list(
     config_path: str | None,
     ref: str | None,
@@ -61,7 +87,7 @@ def deliveries_list(
     payload: str | None,
     limit: int,
     before: str | None,
-    as_json: bool,
+    out: Output,
 ) -> None:
     """Newest deliveries first: the search the admin page and the API run."""
     config = quiet_config(config_path)
@@ -82,21 +108,29 @@ def deliveries_list(
             return await ops.search_deliveries(store, config, query)
 
     found = run(go())
-    if as_json:  # a list, as it always was (the API's search answers the count too)
-        print_json(found.as_json()["deliveries"])
-        return
-    table = Table("delivery_id", "source", "event_id", "type", "status", "count", "last_seen")
-    for r in found.deliveries:
-        table.add_row(
+    rows = [
+        (
             r.id,
+            r.status,
+            r.last_seen_at,
+            r.event_type,
             r.source,
             r.event_id,
-            r.event_type,
-            r.status,
-            str(r.delivery_count),
-            iso(r.last_seen_at),
+            r.delivery_count,
+            r.first_seen_at,
         )
-    Console().print(table)
+        for r in found.deliveries
+    ]
+    # JSON: a list, as it always was (the API's search answers the count too).
+    show_rows(
+        out,
+        LIST_COLUMNS,
+        rows,
+        as_json=lambda: found.as_json()["deliveries"],
+        empty="no deliveries match",
+    )
+    if out.format != "table" or not rows:
+        return
     total = f"{found.count}{'+' if found.count_capped else ''}"
     more = f"; older: --before {found.next_before}" if found.next_before else ""
     click.echo(f"{total} matching{more}")
@@ -106,7 +140,7 @@ def deliveries_list(
 @config_option
 @click.argument("ref")
 @click.option("--source", default=None, help="When the event id exists in several sources.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option
 @reports_errors
 def deliveries_show(config_path: str | None, ref: str, source: str | None, as_json: bool) -> None:
     """One delivery by internal id (dlv_...), job id or event id, with its jobs."""
@@ -124,8 +158,7 @@ def deliveries_show(config_path: str | None, ref: str, source: str | None, as_js
     if as_json:
         print_json(data)
         return
-    console = Console()
-    for key in (
+    keys = (
         "delivery_id",
         "source",
         "event_id",
@@ -137,20 +170,24 @@ def deliveries_show(config_path: str | None, ref: str, source: str | None, as_js
         "conflicts",
         "body_sha256",
         "payload_retained",
-    ):
-        console.print(f"[bold]{key:>16}[/bold]  {data[key]}")
-    table = Table("action", "state", "attempts", "last_error", "next_attempt_at", "business_id")
-    for job in data["jobs"]:
-        table.add_row(
-            job["action"],
-            job["state"],
-            f"{job['attempts']}/{job['max_attempts']}",
-            job["last_error"] or "",
-            job["next_attempt_at"] or "",
-            job["business_id"] or "",
+    )
+    lines = field_lines([(key, data[key]) for key in keys])
+    jobs = [
+        (
+            job.action,
+            job.state,
+            f"{job.attempts}/{job.max_attempts}",
+            job.last_error,
+            job.next_attempt_at if job.state == "accepted" else None,
+            job.business_id,
         )
-    console.print(table)
+        for job in found.jobs
+    ]
+    if jobs:
+        lines += ["", *terminal_table(JOB_COLUMNS, jobs)]
     for job in data["jobs"]:
-        console.print(f"[bold]{job['action']}[/bold] attempts")
+        lines.append(click.style(f"{job['action']} attempts", bold=True))
         for a in job["attempt_history"]:
-            console.print(f"  {attempt_line(a)}", markup=False, highlight=False, soft_wrap=True)
+            lines += wrapped_line(attempt_line(a))
+    for line in lines:
+        click.echo(line)

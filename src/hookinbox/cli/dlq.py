@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
 
 from hookinbox import ops
 from hookinbox.cli.common import (
+    BULK_PREVIEW,
+    bulk_needs_limit,
     config_option,
-    console,
     json_option,
     opened_store,
     parse_since,
-    print_json,
     quiet_config,
     reports_errors,
     run,
 )
+from hookinbox.cli.output import Column, Output, output_options, print_json, show_rows
 from hookinbox.errors import InvalidArgument, OperationRefused
-from hookinbox.store import (
-    iso,
+
+LIST_COLUMNS = (
+    Column("job_id", "id"),
+    Column("reason", "text"),
+    Column("attempts", drop=3),
+    Column("failed", "time", drop=1),
+    Column("review_by", "time", drop=4),
+    Column("source", "text", drop=2),
+    Column("event_id", "id", drop=5),
+    Column("first_failure", "time", wide_only=True),
 )
 
 
@@ -33,10 +41,10 @@ def dlq() -> None:
 @click.option("--source", default=None, help="Only this source.")
 @click.option("--since", default=None, help="Failed since: a duration (24h) or ISO time.")
 @click.option("--limit", type=int, default=50, show_default=True)
-@json_option
 @reports_errors
+@output_options
 def dlq_list(
-    config_path: str | None, source: str | None, since: str | None, limit: int, as_json: bool
+    config_path: str | None, source: str | None, since: str | None, limit: int, out: Output
 ) -> None:
     """Failed jobs, newest failure first."""
     config = quiet_config(config_path)
@@ -47,41 +55,34 @@ def dlq_list(
             return await ops.dlq_list(store, config, source=source, since=after, limit=limit)
 
     found = run(go())
-    if as_json:
-        print_json(found.as_json())
-        return
-    if not found.jobs:
-        click.echo("no dead letters")
-        return
-    # The id and the reason are what an operator copies into `dlq retry` or a search:
-    # they are never cut, however narrow the terminal; the times fold instead.
-    table = Table()
-    table.add_column("job_id", no_wrap=True, min_width=max(len(j.id) for j in found.jobs))
-    table.add_column("source", overflow="fold")
-    table.add_column("event_id", overflow="fold")
-    reason_width = max(len(j.last_error or "") for j in found.jobs)
-    table.add_column("reason", no_wrap=True, min_width=reason_width)
-    for name in ("attempts", "first_failure", "failed_at", "review_by"):
-        table.add_column(name, overflow="fold")
-    for job in found.jobs:
-        table.add_row(
+    rows = [
+        (
             job.id,
+            job.last_error,
+            f"{job.attempts}/{job.max_attempts}",
+            job.failed_at,
+            found.deadline(job),
             job.source,
             job.event_id,
-            job.last_error or "",
-            f"{job.attempts}/{job.max_attempts}",
-            iso(job.first_failed_at) or "",
-            iso(job.failed_at) or "",
-            iso(found.deadline(job)) or "",
+            job.first_failed_at,
         )
-    console().print(table)
+        for job in found.jobs
+    ]
+    show_rows(out, LIST_COLUMNS, rows, as_json=found.as_json, empty="no dead letters")
 
 
 @dlq.command("retry")
 @config_option
 @click.argument("job_id", required=False)
-@click.option("--all", "retry_all", is_flag=True, help="Retry many (needs --limit).")
-@click.option("--limit", type=int, default=None, help="Most dead letters to retry with --all.")
+@click.option(
+    "--all", "retry_all", is_flag=True, help="Retry many (needs --limit; --dry-run does not)."
+)
+@click.option(
+    "--limit",
+    type=int,
+    default=None,
+    help=f"Most dead letters to retry with --all (a --dry-run previews {BULK_PREVIEW}).",
+)
 @click.option("--source", default=None, help="With --all: only this source.")
 @click.option("--action", default=None, help="With --all: only this action.")
 @click.option("--reason", default=None, help="With --all: only this last error (http_503...).")
@@ -115,8 +116,8 @@ def dlq_retry(
     filtered = any(v is not None for v in (source, action, reason, since, until, expect))
     if retry_all == (job_id is not None):
         raise InvalidArgument("give either JOB_ID or --all --limit N")
-    if retry_all and limit is None:
-        raise OperationRefused("dlq retry --all needs --limit N: a bulk retry is always bounded")
+    if retry_all and limit is None and not dry_run:
+        raise OperationRefused(bulk_needs_limit("dlq retry --all"))
     if job_id is not None and (limit is not None or filtered):
         raise InvalidArgument("--limit and the filters go with --all, not with JOB_ID")
     matching = ops.DeadLetterFilter(
@@ -135,11 +136,10 @@ def dlq_retry(
                 return await ops.dlq_retry(
                     store, config, job_id.strip(), actor=actor, dry_run=dry_run
                 )
-            assert limit is not None
             return await ops.dlq_retry_all(
                 store,
                 config,
-                limit=limit,
+                limit=BULK_PREVIEW if limit is None else limit,
                 matching=matching,
                 expect=expect,
                 actor=actor,
@@ -161,4 +161,7 @@ def dlq_retry(
     verb = "would requeue" if dry_run else "requeued"
     click.echo(f"{verb} {sum(i.outcome != 'refused' for i in report.items)} of {len(report.items)}")
     if dry_run and report.matched is not None:
-        click.echo(f"to retry exactly these: add --expect {len(report.items)} and drop --dry-run")
+        bound = f"--limit {BULK_PREVIEW} " if limit is None else ""
+        click.echo(
+            f"to retry exactly these: add {bound}--expect {len(report.items)} and drop --dry-run"
+        )

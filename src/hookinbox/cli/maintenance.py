@@ -18,11 +18,11 @@ from hookinbox.cli.common import (
     duration_flag,
     json_option,
     opened_store,
-    print_json,
     quiet_config,
     reports_errors,
     run,
 )
+from hookinbox.cli.output import print_json
 from hookinbox.errors import InvalidArgument
 from hookinbox.store import (
     iso,

@@ -10,24 +10,39 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from hookinbox.cli.common import (
     config_option,
     json_option,
     opened_store,
-    print_json,
     quiet_config,
     reports_errors,
     run,
+)
+from hookinbox.cli.output import (
+    Column,
+    Output,
+    field_lines,
+    output_options,
+    print_json,
+    show_rows,
 )
 from hookinbox.ops.actor import default_actor
 from hookinbox.ops.outbox import list_outbox, resend_outbox, show_outbox
 from hookinbox.store import (
     OUTBOX_STATES,
     OutboxView,
-    iso,
+)
+
+LIST_COLUMNS = (
+    Column("key", "id"),
+    Column("state"),
+    Column("attempts", drop=3),
+    Column("last_error", "text", drop=1),
+    Column("created", "time", drop=2),
+    Column("sent", "time", drop=4),
+    Column("kind", "text", drop=5),
+    Column("resource_id", "id", wide_only=True),
 )
 
 
@@ -36,37 +51,35 @@ def outbox() -> None:
     """Notifications waiting, sent and dead-lettered, by stable key."""
 
 
-def _print_outbox(rows: list[OutboxView], as_json: bool) -> None:
-    if as_json:
-        print_json([r.as_json() for r in rows])
-        return
-    table = Table("key", "kind", "state", "attempts", "last_error", "created", "sent")
-    for r in rows:
-        table.add_row(
-            r.key, r.kind, r.state, str(r.attempts), r.last_error or "", iso(r.created_at),
-            iso(r.sent_at) or "",
-        )  # fmt: skip
-    Console().print(table)
-
-
 @outbox.command("list")
 @config_option
 @click.option("--state", type=click.Choice(OUTBOX_STATES), default=None)
 @click.option("--kind", default=None)
 @click.option("--limit", type=click.IntRange(1, 10000), default=50, show_default=True)
-@json_option
 @reports_errors
+@output_options
 def outbox_list(
-    config_path: str | None, state: Any, kind: str | None, limit: int, as_json: bool
+    config_path: str | None, state: Any, kind: str | None, limit: int, out: Output
 ) -> None:
-    """Newest outbox rows first (``--state failed``: the dead letters)."""
+    """Newest outbox rows first (--state failed: the dead letters)."""
     config = quiet_config(config_path)
 
     async def go() -> list[OutboxView]:
         async with opened_store(config) as store:
             return await list_outbox(store, state=state, kind=kind, limit=limit)
 
-    _print_outbox(run(go()), as_json)
+    found = run(go())
+    rows = [
+        (r.key, r.state, r.attempts, r.last_error, r.created_at, r.sent_at, r.kind, r.resource_id)
+        for r in found
+    ]
+    show_rows(
+        out,
+        LIST_COLUMNS,
+        rows,
+        as_json=lambda: [r.as_json() for r in found],
+        empty="no outbox rows",
+    )
 
 
 @outbox.command("show")
@@ -86,9 +99,8 @@ def outbox_show(config_path: str | None, key: str, as_json: bool) -> None:
     if as_json:
         print_json(row.as_json())
         return
-    console = Console()
-    for name, value in row.as_json().items():
-        console.print(f"[bold]{name:>16}[/bold]  {value}")
+    for line in field_lines(list(row.as_json().items())):
+        click.echo(line)
 
 
 def resend_command(

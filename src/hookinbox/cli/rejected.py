@@ -4,27 +4,39 @@ kept for a while, and checked again once the secret is fixed."""
 from __future__ import annotations
 
 import click
-from rich.table import Table
 
 from hookinbox.cli.common import (
+    bulk_needs_limit,
     config_option,
-    console,
     json_option,
     opened_store,
-    print_json,
     quiet_config,
     reports_errors,
     run,
 )
-from hookinbox.errors import InvalidArgument
+from hookinbox.cli.output import Column, Output, output_options, print_json, show_rows
+from hookinbox.errors import InvalidArgument, OperationRefused
 from hookinbox.ops.actor import default_actor
 from hookinbox.ops.rejected_deliveries import RejectedPage, rejected_page
-from hookinbox.store import iso
+
+LIST_COLUMNS = (
+    Column("id", "id"),
+    Column("reason", "text"),
+    Column("last_seen", "time", drop=2),
+    Column("source", "text", drop=1),
+    Column("seen", drop=3),
+    Column("bytes", drop=4),
+    Column("retry", "text", drop=5),
+    Column("first_seen", "time", wide_only=True),
+    Column("retry_delivery_id", "id", wide_only=True),
+)
 
 
 @click.group()
 def rejected() -> None:
-    """Deliveries refused for a signature or timestamp, kept for a retry ([rejected])."""
+    """Deliveries refused for a signature or timestamp, kept for a retry.
+
+    How many are kept, and for how long, is the rejected table of the config."""
 
 
 @rejected.command("list")
@@ -33,15 +45,15 @@ def rejected() -> None:
 @click.option("--all", "everything", is_flag=True, help="Include those a retry accepted.")
 @click.option("--before", default=None, help="Page on: the last id of the previous page.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
-@json_option
 @reports_errors
+@output_options
 def rejected_list(
     config_path: str | None,
     source: str | None,
     everything: bool,
     before: str | None,
     limit: int,
-    as_json: bool,
+    out: Output,
 ) -> None:
     """Kept rejected deliveries, newest first: reason, size, times, retry outcome."""
     config = quiet_config(config_path)
@@ -53,36 +65,33 @@ def rejected_list(
             )
 
     page = run(go())
-    if as_json:
-        print_json(page.as_json())
-        return
-    if not page.rejected:
-        click.echo("no rejected deliveries")
-        return
-    table = Table()
-    table.add_column("id", no_wrap=True, min_width=max(len(r.id) for r in page.rejected))
-    for name in ("source", "reason", "bytes", "seen", "last_seen", "retry"):
-        table.add_column(name, overflow="fold")
-    for item in page.rejected:
-        size = f"{item.body_bytes}" if item.body_kept else f"{item.body_bytes} (not kept)"
-        table.add_row(
+    rows = [
+        (
             item.id,
-            item.source,
             item.reason,
-            size,
-            str(item.seen),
-            iso(item.last_seen_at) or "",
-            item.retry_outcome or "",
+            item.last_seen_at,
+            item.source,
+            item.seen,
+            item.body_bytes if item.body_kept else f"{item.body_bytes} (not kept)",
+            item.retry_outcome,
+            item.first_seen_at,
+            item.retry_delivery_id,
         )
-    console().print(table)
+        for item in page.rejected
+    ]
+    show_rows(out, LIST_COLUMNS, rows, as_json=page.as_json, empty="no rejected deliveries")
 
 
 @rejected.command("retry")
 @config_option
 @click.argument("ids", nargs=-1)
 @click.option("--source", default=None, help="With --all: only this source.")
-@click.option("--all", "everything", is_flag=True, help="Every one not yet accepted (--limit).")
-@click.option("--limit", type=click.IntRange(1, 10000), default=100, show_default=True)
+@click.option(
+    "--all", "everything", is_flag=True, help="Every one not yet accepted (needs --limit)."
+)
+@click.option(
+    "--limit", type=click.IntRange(1, 10000), default=None, help="Most to retry with --all."
+)
 @json_option
 @reports_errors
 def rejected_retry(
@@ -90,7 +99,7 @@ def rejected_retry(
     ids: tuple[str, ...],
     source: str | None,
     everything: bool,
-    limit: int,
+    limit: int | None,
     as_json: bool,
 ) -> None:
     """Check kept deliveries again with the current secrets, through the normal path.
@@ -99,7 +108,11 @@ def rejected_retry(
     queued like any delivery (a duplicate if the provider redelivered it meanwhile), one
     that does not stays rejected with its new code. Exit 1 if any is still refused."""
     if bool(ids) == everything:
-        raise InvalidArgument("give rejected ids, or --all (with --limit, --source)")
+        raise InvalidArgument("give rejected ids, or --all --limit N (and --source)")
+    if everything and limit is None:
+        raise OperationRefused(bulk_needs_limit("rejected retry --all"))
+    if ids and (limit is not None or source is not None):
+        raise InvalidArgument("--limit and --source go with --all, not with ids")
     config = quiet_config(config_path)
     config.require_secrets()
 
@@ -115,7 +128,7 @@ def rejected_retry(
                 store,
                 ids=list(ids) or None,
                 source=source,
-                limit=limit,
+                limit=limit or len(ids),
                 actor=default_actor(),
             )
             return [result.as_json() for result in results]

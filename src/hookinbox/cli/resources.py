@@ -5,43 +5,73 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from hookinbox.cli.common import (
     config_option,
     json_option,
     opened_store,
-    print_json,
     quiet_config,
     reports_errors,
     run,
+)
+from hookinbox.cli.output import (
+    Column,
+    Output,
+    field_lines,
+    output_options,
+    print_json,
+    show_rows,
+    terminal_table,
 )
 from hookinbox.ops.tracked import TrackedResource, list_resources, show_resource
 from hookinbox.resources.machine import build_machines
 from hookinbox.resources.service import Resources
 from hookinbox.store import (
     ResourceView,
-    iso,
+    TransitionView,
+)
+
+LIST_COLUMNS = (
+    Column("resource_id", "id"),
+    Column("state"),
+    Column("updated", "time", drop=2),
+    Column("kind", "text", drop=3),
+    Column("tenant", "text", drop=1),
+    Column("owner", "text", drop=4),
+    Column("provider_ref", "id", drop=5),
+    Column("created", "time", wide_only=True),
+)
+TRANSITION_COLUMNS = (
+    Column("at", "time"),
+    Column("from"),
+    Column("to"),
+    Column("outcome"),
+    Column("reason", "text", drop=1),
+    Column("delivery_id", "id", drop=2),
+    Column("outbox_key", "id", drop=3),
 )
 
 
-def _print_resource(view: ResourceView, as_json: bool, extra: dict[str, Any] | None = None) -> None:
-    data = {**view.as_json(), **(extra or {})}
+def _print_resource(
+    view: ResourceView, as_json: bool, log: list[TransitionView] | None = None
+) -> None:
+    data: dict[str, Any] = view.as_json()
+    if log is not None:
+        data["transitions"] = [t.as_json() for t in log]
     if as_json:
         print_json(data)
         return
-    console = Console()
-    for key in ("resource_id", "kind", "state", "tenant", "owner", "provider_ref", "version"):
-        console.print(f"[bold]{key:>12}[/bold]  {data[key]}")
-    if "transitions" in data:
-        table = Table("at", "from", "to", "outcome", "reason", "delivery_id", "outbox_key")
-        for t in data["transitions"]:
-            table.add_row(
-                t["at"], t["from"] or "", t["to"] or "", t["outcome"], t["reason"] or "",
-                t["delivery_id"] or "", t["outbox_key"] or "",
-            )  # fmt: skip
-        console.print(table)
+    keys = ("resource_id", "kind", "state", "tenant", "owner", "provider_ref", "version")
+    lines = field_lines([(key, data[key]) for key in keys])
+    if log:
+        rows = [
+            (t.created_at, t.from_state, t.to_state, t.outcome, t.reason, t.delivery_id,
+             t.outbox_key)
+            for t in log
+        ]  # fmt: skip
+        lines += ["", *terminal_table(TRANSITION_COLUMNS, rows)]
+    for line in lines:
+        click.echo(line)
 
 
 @click.group()
@@ -106,8 +136,7 @@ def resources_show(config_path: str | None, resource_id: str, as_json: bool) -> 
             return await show_resource(store, resource_id)
 
     found = run(go())
-    log = [t.as_json() for t in found.transitions]
-    _print_resource(found.resource, as_json, {"transitions": log})
+    _print_resource(found.resource, as_json, list(found.transitions))
 
 
 @resources.command("list")
@@ -117,11 +146,11 @@ def resources_show(config_path: str | None, resource_id: str, as_json: bool) -> 
 @click.option("--state", default=None)
 @click.option("--limit", type=click.IntRange(1, 10000), default=50, show_default=True)
 @click.option("--before", default=None, help="Page: resources older than this id.")
-@json_option
 @reports_errors
+@output_options
 def resources_list(
     config_path: str | None, kind: str | None, tenant: str | None, state: str | None,
-    limit: int, before: str | None, as_json: bool,
+    limit: int, before: str | None, out: Output,
 ) -> None:  # fmt: skip
     """Newest resources first."""
     config = quiet_config(config_path)
@@ -133,13 +162,11 @@ def resources_list(
             )
             return found.resources
 
-    rows = run(go())
-    if as_json:
-        print_json([r.as_json() for r in rows])
-        return
-    table = Table("resource_id", "kind", "state", "tenant", "owner", "provider_ref", "updated")
-    for r in rows:
-        table.add_row(
-            r.id, r.kind, r.state, r.tenant, r.owner, r.provider_ref or "", iso(r.updated_at)
-        )
-    Console().print(table)
+    found = run(go())
+    rows = [
+        (r.id, r.state, r.updated_at, r.kind, r.tenant, r.owner, r.provider_ref, r.created_at)
+        for r in found
+    ]
+    show_rows(
+        out, LIST_COLUMNS, rows, as_json=lambda: [r.as_json() for r in found], empty="no resources"
+    )

@@ -16,12 +16,12 @@ from hookinbox.cli.common import (
     config_option,
     json_option,
     opened_store,
-    print_json,
     quiet_config,
     reports_errors,
     run,
 )
-from hookinbox.store import TransitionReview, iso
+from hookinbox.cli.output import Cell, Column, Output, output_options, print_json, show_rows
+from hookinbox.store import TransitionReview
 
 
 @click.group()
@@ -29,24 +29,39 @@ def reviews() -> None:
     """Rejected transitions (a late event, a tenant mismatch) waiting for a review."""
 
 
-def _line(review: TransitionReview, report: ops.ReviewList, now: datetime) -> str:
-    """One line per review, never cut: the id is what ``reviews resolve`` takes."""
-    moved = f"{review.from_state or '?'} -> {review.to_state or '?'}"
-    parts = [
-        f"{review.id}",
-        iso(review.created_at) or "",
-        review.kind,
-        review.resource_id,
-        moved,
-        review.reason or "",
-        review.event_type or "",
-        review.delivery_id or "",
-    ]
+LIST_COLUMNS = (
+    Column("id", "id"),
+    Column("at", "time"),
+    Column("resource_id", "id"),
+    Column("move", drop=3),
+    Column("reason", "text", drop=1),
+    Column("review", "text", drop=2),
+    Column("event_type", "text", drop=4),
+    Column("delivery_id", "id", drop=5),
+    Column("kind", wide_only=True),
+    Column("reviewed_at", "time", wide_only=True),
+)
+
+
+def _row(review: TransitionReview, report: ops.ReviewList, now: datetime) -> tuple[Cell, ...]:
+    """The id is what ``reviews resolve`` takes; ``review`` says who resolved it, or
+    ``OVERDUE`` past operations.transition_review."""
     if review.resolved:
-        parts.append(f"reviewed by {review.reviewed_by} at {iso(review.reviewed_at)}")
-    elif report.overdue(review, now):
-        parts.append("OVERDUE")
-    return "  ".join(parts)
+        status = f"by {review.reviewed_by}"
+    else:
+        status = "OVERDUE" if report.overdue(review, now) else "waiting"
+    return (
+        review.id,
+        review.created_at,
+        review.resource_id,
+        f"{review.from_state or '?'}->{review.to_state or '?'}",
+        review.reason,
+        status,
+        review.event_type,
+        review.delivery_id,
+        review.kind,
+        review.reviewed_at,
+    )
 
 
 @reviews.command("list")
@@ -54,10 +69,10 @@ def _line(review: TransitionReview, report: ops.ReviewList, now: datetime) -> st
 @click.option("--all", "include_resolved", is_flag=True, help="Resolved ones too.")
 @click.option("--before", type=int, default=None, help="Older than this id (next page).")
 @click.option("--limit", type=int, default=50, show_default=True)
-@json_option
 @reports_errors
+@output_options
 def reviews_list(
-    config_path: str | None, include_resolved: bool, before: int | None, limit: int, as_json: bool
+    config_path: str | None, include_resolved: bool, before: int | None, limit: int, out: Output
 ) -> None:
     """Rejected transitions, newest first (unreviewed only unless --all)."""
     config = quiet_config(config_path)
@@ -69,16 +84,14 @@ def reviews_list(
             )
 
     report = run(go())
-    if as_json:
-        print_json(report.as_json())
-        return
-    if not report.reviews:
-        click.echo("no rejected transitions to review")
-        return
     now = datetime.now(UTC)
-    click.echo("id  at  kind  resource  from -> to  reason  event type  delivery")
-    for review in report.reviews:
-        click.echo(_line(review, report, now))
+    show_rows(
+        out,
+        LIST_COLUMNS,
+        [_row(review, report, now) for review in report.reviews],
+        as_json=report.as_json,
+        empty="no rejected transitions to review",
+    )
 
 
 @reviews.command("resolve")

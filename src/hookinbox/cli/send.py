@@ -13,6 +13,7 @@ from hookinbox.cli.common import (
     run,
 )
 from hookinbox.config import load_config
+from hookinbox.errors import InvalidArgument
 
 
 @click.command()
@@ -44,13 +45,13 @@ def send(
     """Sign and send test deliveries to a running server; print each answer."""
     from hookinbox.cli.sending import SendOptions, send_deliveries
 
-    config = load_config(config_path)
     try:
         parsed = json.loads(data)
-    except ValueError:
-        fail("--data is not valid JSON", 2)
+    except ValueError as exc:
+        raise InvalidArgument(f"--data is not valid JSON: {exc}") from None
     if not isinstance(parsed, dict):
-        fail("--data must be a JSON object", 2)
+        raise InvalidArgument("--data must be a JSON object")
+    config = load_config(config_path)
     options = SendOptions(
         url=url,
         source=source,
@@ -78,7 +79,8 @@ def send(
     if unreached:
         first = unreached[0]
         fail(
-            f"connection_failed: {len(unreached)} of {len(answers)} deliveries could not reach "
+            "connection_failed",
+            f"{len(unreached)} of {len(answers)} deliveries could not reach "
             f"{first['url']} ({first['error'].removeprefix('connection failed: ')}); "
             "is `hookinbox serve` running there (--url, or server.host/port in the config)?",
             1,

@@ -7,20 +7,28 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.table import Table
 
 from hookinbox import ops
 from hookinbox.cli.common import (
     config_option,
-    console,
     json_option,
     opened_store,
-    print_json,
     quiet_config,
     reports_errors,
     run,
 )
+from hookinbox.cli.output import Column, Output, output_options, print_json, show_rows
 from hookinbox.config import Config
+
+LIST_COLUMNS = (
+    Column("source", "id"),
+    Column("state"),
+    Column("reason", "text", drop=1),
+    Column("since", "time", drop=3),
+    Column("by", "text", drop=4),
+    Column("scheme", drop=5),
+    Column("actions", "text", drop=2),
+)
 
 
 @click.group()
@@ -30,10 +38,11 @@ def sources() -> None:
 
 @sources.command("list")
 @config_option
-@json_option
 @reports_errors
-def sources_list(config_path: str | None, as_json: bool) -> None:
-    """Configured sources with their pause state."""
+@output_options
+def sources_list(config_path: str | None, out: Output) -> None:
+    """Configured sources and their state: receiving, paused (with why, since when, by
+    whom) or not_configured (a pause kept for a source the config no longer has)."""
     config = quiet_config(config_path)
 
     async def go() -> ops.SourcesReport:
@@ -41,23 +50,21 @@ def sources_list(config_path: str | None, as_json: bool) -> None:
             return await ops.list_sources(store, config)
 
     report = run(go())
-    if as_json:
-        print_json(report.as_json())
-        return
-    table = Table("source", "scheme", "actions", "state", "reason", "since", "by")
+    rows = []
     for row in report.sources:
-        data = row.as_json()
-        state = "paused" if row.paused else ("active" if row.configured else "not configured")
-        table.add_row(
-            row.name,
-            row.scheme or "",
-            ", ".join(row.routes),
-            state,
-            data["reason"] or "",
-            (data["changed_at"] or "") if row.paused else "",
-            (data["changed_by"] or "") if row.paused else "",
+        state = row.state if row.paused else None
+        rows.append(
+            (
+                row.name,
+                row.status,
+                state.reason if state else None,
+                state.changed_at if state else None,
+                state.changed_by if state else None,
+                row.scheme,
+                ", ".join(row.routes),
+            )
         )
-    console().print(table)
+    show_rows(out, LIST_COLUMNS, rows, as_json=report.as_json, empty="no sources configured")
 
 
 def _pause_or_resume(config: Config, name: str, *, pause: bool, reason: str | None) -> Any:

@@ -9,14 +9,13 @@ from hookinbox.app import standard_operator_views
 from hookinbox.cli.attempts import attempt_line
 from hookinbox.cli.common import (
     config_option,
-    console,
     json_option,
     opened_store,
-    print_json,
     quiet_config,
     reports_errors,
     run,
 )
+from hookinbox.cli.output import pairs_text, print_json, wrapped_line
 
 
 @click.command()
@@ -38,40 +37,48 @@ def trace(config_path: str | None, event_id: str, source: str | None, as_json: b
     if as_json:
         print_json(report.as_json())
         return
-    out = console()
+    lines: list[str] = []
     for traced in report.deliveries:
         data = traced.as_json()
         journal, receipts = data["journal"], data["receipts"]
-        out.print(
-            f"[bold]{journal['source']} / {journal['event_id']}[/bold]  "
-            f"{journal['delivery_id']}  type={journal['type']}  "
-            f"status={journal['status']}"
+        head = wrapped_line(
+            f"{journal['source']} / {journal['event_id']}  {journal['delivery_id']}  "
+            f"type={journal['type']}  status={journal['status']}",
+            indent="",
+            hanging="    ",
         )
-        out.print(
-            f"  receipts  first={receipts['first_seen_at']}  "
-            f"last={receipts['last_seen_at']}  count={receipts['count']}  "
-            f"conflicts={receipts['conflicts']}  "
-            f"payload={'kept' if journal['payload_retained'] else 'purged'}"
+        lines += [click.style(line, bold=True) for line in head]
+        payload = "kept" if journal["payload_retained"] else "purged"
+        lines += wrapped_line(
+            f"receipts  first={receipts['first_seen_at']}  last={receipts['last_seen_at']}  "
+            f"count={receipts['count']}  conflicts={receipts['conflicts']}  payload={payload}"
         )
+        for route in data["routes"]:
+            rest = {k: v for k, v in route.items() if k != "action"}
+            lines += wrapped_line(f"route {route['action']}  {pairs_text(rest)}")
         for job in data["jobs"]:
-            out.print(
-                f"  job {job['job_id']}  state={job['state']}  "
+            lines += wrapped_line(
+                f"job {job['job_id']}  state={job['state']}  "
                 f"attempts={job['attempts']}/{job['max_attempts']}  "
                 f"business_id={job['business_id'] or '-'}"
             )
             for a in job["attempt_history"]:
-                out.print(f"    {attempt_line(a)}", markup=False, highlight=False, soft_wrap=True)
+                lines += wrapped_line(attempt_line(a), indent="    ", hanging="        ")
         for effect in data["effects"]:
             result = effect["result"]
             result_id = result.get("id", "-") if isinstance(result, dict) else result
-            out.print(f"  effect {effect['key']}  {effect['state']}  result_id={result_id}")
+            lines += wrapped_line(
+                f"effect {effect['key']}  {effect['state']}  result_id={result_id}"
+            )
         for action in data["operator_actions"]:
-            out.print(
-                f"  operator {action['at']}  {action['actor']}  {action['command']}"
+            lines += wrapped_line(
+                f"operator {action['at']}  {action['actor']}  {action['command']}"
                 f"  {action['job_id'] or action['source'] or ''}"
             )
+        shown = ("receipts", "journal", "jobs", "effects", "operator_actions", "routes")
         for name, rows in data.items():
-            if name in ("receipts", "journal", "jobs", "effects", "operator_actions"):
-                continue
-            for row in rows:
-                out.print(f"  {name} {row}")
+            if name not in shown:
+                for row in rows:
+                    lines += wrapped_line(f"{name} {pairs_text(row)}")
+    for line in lines:
+        click.echo(line)

@@ -23,6 +23,12 @@ from hookinbox.store import SourceState, Store, iso
 log = get_logger("hookinbox.ops.sources")
 
 
+#: A source's state, one word for the CLI, the admin and the API: ``receiving`` (its
+#: endpoint takes deliveries), ``paused`` (answers 503 until resumed), ``not_configured``
+#: (known to the store, e.g. a stale pause, but gone from the config).
+SOURCE_STATES = ("receiving", "paused", "not_configured")
+
+
 @dataclass(frozen=True, slots=True)
 class SourceRow:
     name: str
@@ -34,6 +40,13 @@ class SourceRow:
     @property
     def paused(self) -> bool:
         return self.state is not None and self.state.paused
+
+    @property
+    def status(self) -> str:
+        """One of :data:`SOURCE_STATES`."""
+        if self.paused:
+            return "paused"
+        return "receiving" if self.configured else "not_configured"
 
     def as_json(self) -> dict[str, Any]:
         state = self.state
