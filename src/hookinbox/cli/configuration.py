@@ -44,7 +44,7 @@ def config_group() -> None:
 @json_option
 @reports_errors
 def check(config_path: str | None, as_json: bool) -> None:
-    """Check the config as `serve` does (secrets, handlers, destinations, filters,
+    """Check the config as serve does (secrets, handlers, destinations, filters,
     machines, tokens) without opening the store; exit 2 with one line naming the key."""
     config = load_config(config_path)
     check_config(config)

@@ -192,7 +192,7 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
 )
 @reports_errors
 def migrate(config_path: str | None, create: bool) -> None:
-    """Check the config as `serve` does, then apply pending schema migrations (serve and
+    """Check the config as serve does, then apply pending schema migrations (serve and
     worker also do this at start-up)."""
     config = load_config(config_path)
     check_config(config)
