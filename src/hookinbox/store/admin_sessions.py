@@ -10,20 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hookinbox.store.sql import Sql
+from hookinbox.store.statements import load_statements
 
 if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
 
-_FORGET_EXPIRED = Sql("DELETE FROM admin_sessions_revoked WHERE revoked_until < {now}")
-_REVOKE = Sql(
-    "INSERT INTO admin_sessions_revoked (session_id, revoked_until)"
-    " VALUES (:session_id, {now} + {secs:ttl}) ON CONFLICT (session_id) DO NOTHING"
-)
-_IS_REVOKED = Sql(
-    "SELECT 1 AS revoked FROM admin_sessions_revoked"
-    " WHERE session_id = :session_id AND revoked_until > {now}"
-)
+_SQL = load_statements("admin_sessions")
+_FORGET_EXPIRED = _SQL["forget_expired"]
+_REVOKE = _SQL["revoke"]
+_IS_REVOKED = _SQL["is_revoked"]
 
 
 class AdminSessions:

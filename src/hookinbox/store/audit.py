@@ -9,19 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hookinbox.store.operator_records import OperatorAction
-from hookinbox.store.sql import Sql
+from hookinbox.store.statements import load_statements
 
 if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
 
-AUDIT = Sql(
-    "INSERT INTO operator_actions (at, actor, command, source, delivery_id, job_id, detail)"
-    " VALUES ({now}, :actor, :command, :source, :delivery_id, :job_id, :detail)"
-)
-_LIST = Sql(
-    "SELECT at, actor, command, source, delivery_id, job_id, detail FROM operator_actions"
-    " WHERE (delivery_id = :delivery_id OR :delivery_id IS NULL) ORDER BY id LIMIT :limit"
-)
+_SQL = load_statements("audit")
+AUDIT = _SQL["audit"]
+_LIST = _SQL["list"]
 
 
 class Audit:

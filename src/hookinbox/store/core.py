@@ -17,8 +17,11 @@ from hookinbox.errors import StoreNotFound
 from hookinbox.store.admin_sessions import AdminSessions
 from hookinbox.store.audit import Audit
 from hookinbox.store.destinations import Destinations
+from hookinbox.store.dialect import POSTGRES
 from hookinbox.store.driver import Driver
 from hookinbox.store.effects import Effects
+from hookinbox.store.hot_path import HotPath
+from hookinbox.store.hot_path_postgres import PostgresHotPath
 from hookinbox.store.journal import Journal
 from hookinbox.store.notices import Notices
 from hookinbox.store.outbox import Outbox
@@ -30,12 +33,11 @@ from hookinbox.store.resources import Resources
 from hookinbox.store.retention import Retention
 from hookinbox.store.reviews import Reviews
 from hookinbox.store.sources import Sources
-from hookinbox.store.sql import Sql
+from hookinbox.store.statements import load_statements
 
 _TABLES = ("deliveries", "jobs", "payloads", "effects", "attempts")
-_COUNT_ROWS = Sql(
-    "SELECT " + ", ".join(f"(SELECT count(*) FROM {table}) AS {table}" for table in _TABLES)
-)
+_SQL = load_statements("core")
+_COUNT_ROWS = _SQL["count_rows"]
 
 
 class Store:
@@ -44,8 +46,9 @@ class Store:
     def __init__(self, driver: Driver) -> None:
         self._db = driver
         self.url = driver.url
-        self.journal = Journal(driver)
-        self.queue = Queue(driver)
+        hot_path = PostgresHotPath(driver) if driver.dialect is POSTGRES else HotPath(driver)
+        self.journal = Journal(driver, hot_path)
+        self.queue = Queue(driver, hot_path)
         self.effects = Effects(driver)
         self.audit = Audit(driver)
         self.sources = Sources(driver)

@@ -1,9 +1,11 @@
-"""What a database driver gives the store, and the portable hot path every driver starts from.
+"""What a database driver gives the store: open, run, wake, and what its errors mean.
 
 A driver knows one database: how to connect, run a transaction (:data:`~hookinbox.store.
 sql.Tx`) of rendered statements and map its errors, how to wake workers, its migrations
 and its time type. It knows nothing of deliveries, jobs or resources: that logic is
-written once, in the store's concept modules, over :meth:`Driver.run`.
+written once, in the store's concept modules (the hot path too:
+:mod:`hookinbox.store.hot_path`), over :meth:`Driver.run`; import-linter checks that no
+driver imports it.
 
 Errors are wrapped where they happen: a connection failure, a failed commit or a
 shutdown is :class:`~hookinbox.errors.StoreUnavailable` (the receiver answers 503 and the
@@ -13,22 +15,14 @@ provider retries); any other database error is :class:`~hookinbox.errors.StoreEr
 from __future__ import annotations
 
 import abc
-import secrets
-from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
 from hookinbox.errors import StoreError, StoreRejectedRow
-from hookinbox.store import hot_path
 from hookinbox.store.dialect import Dialect
-from hookinbox.store.records import ClaimedJob, NewDelivery, Reservation
 from hookinbox.store.sql import Row, Sql, Step, Tx, one_step
 
 T = TypeVar("T")
-
-
-def new_lease_token() -> str:
-    return secrets.token_hex(8)
 
 
 class Driver(abc.ABC):
@@ -94,6 +88,11 @@ class Driver(abc.ABC):
         """Whether ``exc`` is the database refusing a value (a character it cannot store,
         a key too long for its index), not the database failing: the row's fault."""
 
+    def deadlocked(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the database breaking a deadlock by failing this statement
+        (it may simply go again). SQLite's single writer never deadlocks."""
+        return False
+
     def rejected(self, exc: BaseException) -> StoreRejectedRow | None:
         """The error a request gets for a value the database refused (named by the driver
         error's class only: its message may quote the value), or None."""
@@ -102,55 +101,4 @@ class Driver(abc.ABC):
         cause = exc.__cause__ if isinstance(exc, StoreError) and exc.__cause__ else exc
         return StoreRejectedRow(
             f"the store refused a value of this delivery: {type(cause).__name__}"
-        )
-
-    # -- the hot path: portable here, one statement each on PostgreSQL ------------------
-    async def reserve_deliveries(
-        self, items: Sequence[NewDelivery]
-    ) -> list[Reservation | StoreRejectedRow]:
-        """One commit for the batch. A batch is never poisoned by one row: when the
-        database refuses a value, the rows go again one by one, the refused row is
-        answered :class:`StoreRejectedRow` and every other as if it had come alone. Only
-        a database that cannot commit at all fails the batch."""
-        try:
-            return list(await self.reserve_batch(items))
-        except Exception as exc:
-            if not self.rejects_row(exc):
-                raise
-        return [await self._reserve_alone(item) for item in items]
-
-    async def _reserve_alone(self, item: NewDelivery) -> Reservation | StoreRejectedRow:
-        try:
-            (answer,) = await self.reserve_batch([item])
-        except Exception as exc:
-            refused = self.rejected(exc)
-            if refused is None:
-                raise
-            return refused
-        return answer
-
-    async def reserve_batch(self, items: Sequence[NewDelivery]) -> list[Reservation]:
-        """Every item in ONE commit, answered in item order."""
-        return await self.run(hot_path.reserve_batch(items))
-
-    async def claim_due_jobs(
-        self, worker_id: str, limit: int, lease_seconds: float
-    ) -> list[ClaimedJob]:
-        return await self.run(hot_path.claim(worker_id, limit, lease_seconds, new_lease_token()))
-
-    async def fail_exhausted_leases(self) -> int:
-        return await self.run(hot_path.fail_exhausted())
-
-    async def settle_jobs(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
-        """Settle leased jobs (see :func:`hot_path.settle_params`) in ONE commit; per
-        item, whether its lease was still ours."""
-        return await self.run(hot_path.settle(batch))
-
-    async def settle_and_claim(
-        self, batch: Sequence[Mapping[str, Any]], worker_id: str, limit: int, lease_seconds: float
-    ) -> tuple[list[bool], list[ClaimedJob]]:
-        """:meth:`settle_jobs` and :meth:`claim_due_jobs` (none of the jobs just settled)
-        in ONE commit: a worker's loop turn."""
-        return await self.run(
-            hot_path.settle_and_claim(batch, worker_id, limit, lease_seconds, new_lease_token())
         )

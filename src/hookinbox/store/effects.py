@@ -13,34 +13,21 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hookinbox.store.records import EffectRecord, EffectStart
-from hookinbox.store.sql import DecodeTime, Sql, Tx, count, row, rows
+from hookinbox.store.sql import DecodeTime, Tx, count, row, rows
+from hookinbox.store.statements import load_statements
 
 if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
 
-_COLUMNS = "key, state, job_id, result, created_at, recorded_at"
-_GET = Sql(f"SELECT {_COLUMNS} FROM effects WHERE key = :key")
-_START = Sql(
-    "INSERT INTO effects (key, job_id, state, created_at) VALUES (:key, :job_id, 'started', {now})"
-    " ON CONFLICT (key) DO NOTHING"
-)
-_HELD = Sql(
-    "SELECT 1 FROM jobs WHERE id = :id AND state = 'processing' AND lease_expires_at > {now}"
-)
-_RECORD = Sql(
-    "INSERT INTO effects (key, job_id, state, result, created_at, recorded_at)"
-    " VALUES (:key, NULL, 'recorded', :result, {now}, {now})"
-    " ON CONFLICT (key) DO UPDATE SET state = 'recorded', result = excluded.result,"
-    " recorded_at = excluded.recorded_at WHERE effects.state = 'started'"
-)
-_RELEASE = Sql("DELETE FROM effects WHERE key = :key AND job_id = :job_id AND state = 'started'")
-_OF_JOBS = Sql(f"SELECT {_COLUMNS} FROM effects WHERE job_id {{in:ids}} ORDER BY created_at, key")
-_SET_ASIDE = Sql(
-    "INSERT INTO effects_superseded"
-    f" ({_COLUMNS}, superseded_at, superseded_by)"
-    f" SELECT {_COLUMNS}, {{now}}, :actor FROM effects WHERE job_id {{in:ids}}"
-)
-_DROP = Sql("DELETE FROM effects WHERE job_id {in:ids} RETURNING key")
+_SQL = load_statements("effects")
+_GET = _SQL["get"]
+_START = _SQL["start"]
+_HELD = _SQL["held"]
+_RECORD = _SQL["record"]
+_RELEASE = _SQL["release"]
+_OF_JOBS = _SQL["of_jobs"]
+_SET_ASIDE = _SQL["set_aside"]
+_DROP = _SQL["drop"]
 
 
 def _start(key: str, job_id: str, decode_time: DecodeTime) -> Tx[EffectStart]:

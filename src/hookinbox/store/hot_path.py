@@ -1,17 +1,19 @@
-"""Reserve, claim and settle: the portable transactions, and the SQL they are made of.
+"""Reserve, claim and settle: the hot path, run for every delivery and every job.
 
-These three run for every delivery, so they are where the dialects part ways: SQLite
-runs the transactions below as they are, on its writer thread, one commit per batch;
-PostgreSQL (``store/postgres/statements.py``) composes each into ONE statement from the
-same fragments (data-modifying CTEs, ``FOR UPDATE SKIP LOCKED``), one round trip each.
-:func:`reserve_one` is also the first step of the inline reservation, on both stores.
+These are where the dialects part ways, so the journal and the queue hold a
+:class:`HotPath` chosen by the store: this portable one runs the transactions below
+(``queries/hot_path.sql``), which SQLite runs as they are on its writer thread, one commit
+per batch; PostgreSQL's own (:class:`~hookinbox.store.hot_path_postgres.PostgresHotPath`)
+does each in ONE statement. :func:`reserve_one` is also the first step of the inline
+reservation, on both stores.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -25,128 +27,34 @@ from hookinbox.store.records import (
     Settlement,
     SettleOutcome,
 )
-from hookinbox.store.sql import WAKE, Row, Sql, Step, Tx, count, many, rows
+from hookinbox.store.sql import WAKE, Row, Step, Tx, count, many, rows
+from hookinbox.store.statements import load_statements
 
-# -- fragments (shared with the PostgreSQL statements) --------------------------------
+if TYPE_CHECKING:
+    from hookinbox.store.driver import Driver
 
-#: Jobs a worker may take: due and waiting, or leased by a worker that stopped renewing
-#: the lease while attempts are left.
-#: Each half alone matches a partial index (``jobs_due_idx``, ``jobs_lease_idx``); the
-#: claim reads them apart, since an OR of the two makes PostgreSQL scan the whole table
-#: and SQLite sort every due job.
-DUE_ACCEPTED = "state = 'accepted' AND next_attempt_at <= {now}"
-LEASE_LAPSED = "state = 'processing' AND lease_expires_at < {now} AND attempts < max_attempts"
-LEASE_JOB = (
-    "state = 'processing', attempts = attempts + 1, lease_token = :token, leased_by = :worker,"
-    " leased_at = {now}, lease_expires_at = {now} + {secs:lease}, updated_at = {now}"
-)
-CLAIMED_COLUMNS = "id, delivery_id, source, action, attempts, max_attempts, trigger"
-
-# An attempt row is written once, complete, when its attempt ends: by the settle, or for a
-# lease that ran out, by the re-claim or the exhausted-lease sweep. Until then the running
-# attempt is the leased job itself (number ``attempts``, worker ``leased_by``, started at
-# ``leased_at``): one insert per attempt, no update, no row the settle has to find.
-
-#: An ended attempt's columns, and a settled one's (what it met, when the job is due).
-ATTEMPT_COLUMNS = "job_id, number, trigger, worker, started_at, ended_at, outcome, error_code"
-SETTLED_ATTEMPT_COLUMNS = (
-    ATTEMPT_COLUMNS + ", target, http_status, response_snippet, duration_ms, next_attempt_at"
-)
+_SQL = load_statements("hot_path")
+_INSERT_DELIVERY = _SQL["insert_delivery"]
+_ADD_DELIVERIES = _SQL["add_deliveries"]
+_ADDED = _SQL["added"]
+_INSERT_PAYLOAD = _SQL["insert_payload"]
+_INSERT_JOB = _SQL["insert_job"]
+_SEEN_AGAIN = _SQL["seen_again"]
+_DUE = _SQL["due"]
+_DUE_BUT_SETTLED = _SQL["due_but_settled"]
+_EXPIRE_LEASES = _SQL["expire_leases"]
+_CLAIM = _SQL["claim"]
+_CLAIMED = _SQL["claimed"]
+_HELD_LEASES = _SQL["held_leases"]
+_END_SETTLED = _SQL["end_settled"]
+_FINISH = _SQL["finish"]
+_EXPIRE_EXHAUSTED = _SQL["expire_exhausted"]
+_EXHAUSTED = _SQL["exhausted"]
 
 
-def lease_attempt(job: str) -> str:
-    """The attempt a job's lease holds, ending now: its number and trigger, the worker and
-    claim time of the lease (``job`` prefixes the columns of the job row as the claim
-    left it, read before anything overwrites the lease)."""
-    return f"{job}id, {job}attempts, {job}trigger, {job}leased_by, {job}leased_at, {{now}}"
-
-
-def end_attempts_from(job: str = "") -> str:
-    """Writing the attempt each leased job of a set holds, ended now with ``:outcome`` and
-    ``:error`` (a lease that ran out: :data:`LEASE_EXPIRED`; a resource route's settle):
-    the FROM clause and its rows follow; ``job`` as in :func:`lease_attempt`."""
-    return (
-        f"INSERT INTO attempts ({ATTEMPT_COLUMNS})"
-        f" SELECT {lease_attempt(job)}, :outcome, :error FROM "
-    )
-
-
-def settled_attempt_values(value: str, delay: str) -> str:
-    """A settled attempt's outcome and error, what it met (an :class:`AttemptDetail`)
-    and, when the job waits again, when it is due: the values after
-    :func:`lease_attempt`. ``value`` and ``delay`` as in :func:`finish_job_set`, so one
-    batch of PostgreSQL writes exactly what one settle does."""
-    return (
-        f"{value}outcome, {value}error, {value}target, {value}http_status, {value}snippet,"
-        f" {value}duration_ms, CASE WHEN {value}state = 'accepted' THEN {{now}} + {delay} END"
-    )
-
-
-#: Ending a lease (of a job or an outbox row). A job's ``leased_at`` stays: when it was
-#: last claimed, read only while the job is processing.
-CLEAR_LEASE = "lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = {now}"
-
-
-def mark_ended(state: str) -> str:
-    """The completion or failure time of a job settling into ``state`` (an SQL value)."""
-    return (
-        f"completed_at = CASE WHEN {state} = 'completed' THEN {{now}} ELSE completed_at END,"
-        f" failed_at = CASE WHEN {state} = 'failed' THEN {{now}} ELSE failed_at END"
-    )
-
-
-MARK_ENDED = mark_ended(":state")
-
-
-def finish_job_set(value: str, delay: str) -> str:
-    """Settling a leased job: the attempt ends, the job moves on (``refund`` gives the
-    attempt back when the job only waited on something outside itself). ``value``
-    prefixes each settled value: ``:`` for parameters, a column prefix where many jobs
-    settle at once from a set of rows (PostgreSQL); ``delay`` is the SQL interval."""
-    return (
-        f"state = {value}state, last_error = coalesce({value}error, last_error),"
-        f" business_id = coalesce({value}business_id, business_id),"
-        f" next_attempt_at = {{now}} + {delay}, max_attempts = max_attempts + {value}refund, "
-        + mark_ended(f"{value}state")
-        + ", "
-        + CLEAR_LEASE
-    )
-
-
-FINISH_JOB = finish_job_set(":", "{secs:delay}")
-LEASE_HELD = "id = :id AND lease_token = :token AND state = 'processing'"
-#: A lease that ran out on the job's last attempt: its worker died, the job is dead.
-EXHAUST_JOB = "state = 'failed', last_error = :error, failed_at = {now}, " + CLEAR_LEASE
-LEASE_EXHAUSTED = "state = 'processing' AND lease_expires_at < {now} AND attempts >= max_attempts"
-
-# -- reserve ---------------------------------------------------------------------------
-
-_DELIVERY_VALUES = (
-    "INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count,"
-    " first_seen_at, last_seen_at)"
-    " VALUES (:id, :source, :event_id, :event_type, :sha, :seen, {now}, {now})"
-    " ON CONFLICT (source, event_id) DO NOTHING"
-)
-_INSERT_DELIVERY = Sql(_DELIVERY_VALUES + " RETURNING id")
-#: The batch's form: run once per item in one prepared statement (``many``).
-_ADD_DELIVERIES = Sql(_DELIVERY_VALUES)
-#: Which of the batch's ids are rows now: the ones its insert wrote. The ids are the
-#: receiver's own (:func:`~hookinbox.ids.new_delivery_id`, plain ASCII), so they travel
-#: exactly as a list parameter (SQLite's ``json_each``).
-_ADDED = Sql("SELECT id FROM deliveries WHERE id {in:ids}")
-_INSERT_PAYLOAD = Sql(
-    "INSERT INTO payloads (delivery_id, body, headers) VALUES (:id, :body, :headers)"
-)
-_INSERT_JOB = Sql(
-    "INSERT INTO jobs (id, delivery_id, source, action, max_attempts, next_attempt_at,"
-    " created_at, updated_at)"
-    " VALUES (:id, :delivery_id, :source, :action, :max_attempts, {now}, {now}, {now})"
-)
-_SEEN_AGAIN = Sql(
-    "UPDATE deliveries SET last_seen_at = {now}, delivery_count = delivery_count + :seen,"
-    " conflicts = conflicts + :seen * CAST(body_sha256 <> :sha AS INTEGER)"
-    " WHERE source = :source AND event_id = :event_id RETURNING id, body_sha256"
-)
+def new_lease_token() -> str:
+    """One claim's lease token: random, so a job whose token is ours is leased to us."""
+    return secrets.token_hex(8)
 
 
 def headers_text(headers: Mapping[str, str]) -> str:
@@ -253,35 +161,6 @@ def reserve_batch(items: Sequence[NewDelivery]) -> Tx[list[Reservation]]:
 # -- claim -----------------------------------------------------------------------------
 
 
-def _due(but: str = "") -> Sql:
-    """The first ``:limit`` due jobs, by when each became due, from two scans each in its
-    partial index's order and stopped at the limit (an OR of the two made SQLite read
-    and sort every due job, at every claim: a drain's claims cost grew with the queue).
-    ``but`` narrows both scans."""
-    return Sql(
-        "SELECT id, state FROM ("
-        " SELECT * FROM (SELECT id, state, next_attempt_at AS due_at FROM jobs"
-        f" WHERE {DUE_ACCEPTED}{but} ORDER BY next_attempt_at LIMIT :limit)"
-        " UNION ALL"
-        " SELECT * FROM (SELECT id, state, lease_expires_at AS due_at FROM jobs"
-        f" WHERE {LEASE_LAPSED}{but} ORDER BY lease_expires_at LIMIT :limit)"
-        ") AS due ORDER BY due_at LIMIT :limit"
-    )
-
-
-_DUE = _due()
-#: The due jobs but those of ``:settled``: a claim riding on a settle never takes back
-#: a job the same transaction has just settled (a retry due at once, say).
-_DUE_BUT_SETTLED = _due(" AND NOT (id {in:settled})")
-_EXPIRE_LEASES = Sql(end_attempts_from() + "jobs WHERE id {in:ids}")
-_CLAIM = Sql(f"UPDATE jobs SET {LEASE_JOB} WHERE id {{in:ids}} RETURNING {CLAIMED_COLUMNS}")
-_CLAIMED = Sql(
-    "SELECT j.id, j.delivery_id, j.source, j.action, j.attempts, j.max_attempts, j.trigger,"
-    " d.event_id, d.event_type, p.body, p.headers"
-    " FROM jobs j JOIN deliveries d ON d.id = j.delivery_id"
-    " LEFT JOIN payloads p ON p.delivery_id = j.delivery_id WHERE j.id {in:ids}"
-)
-
 #: How an attempt whose lease ran out is written when its job is claimed again.
 LEASE_EXPIRED = {"outcome": AttemptOutcome.LEASE_EXPIRED, "error": JobCode.LEASE_EXPIRED}
 
@@ -312,16 +191,6 @@ def claim(
 
 # -- settle: a finished attempt, or a lease that ran out -----------------------------------
 
-_FINISH = Sql(f"UPDATE jobs SET {FINISH_JOB} WHERE {LEASE_HELD}")
-_END_SETTLED = Sql(
-    f"INSERT INTO attempts ({SETTLED_ATTEMPT_COLUMNS})"
-    f" SELECT {lease_attempt('')}, {settled_attempt_values(':', '{secs:delay}')}"
-    f" FROM jobs WHERE {LEASE_HELD}"
-)
-#: The attempt of a job settled outside :func:`settle` (a resource route's, in its own
-#: transaction, the lease checked by its caller): before the job's lease is cleared.
-END_LEASED_ATTEMPT = Sql(end_attempts_from() + "jobs WHERE id = :id AND state = 'processing'")
-
 
 _NO_DETAIL = AttemptDetail()
 
@@ -345,13 +214,6 @@ def settle_params(settlement: Settlement) -> dict[str, Any]:
         "snippet": detail.snippet,
         "duration_ms": detail.duration_ms,
     }
-
-
-#: The leases the jobs of a settle batch hold now (locked on PostgreSQL; SQLite's write
-#: lock already keeps them until the commit).
-_HELD_LEASES = Sql(
-    "SELECT id, lease_token FROM jobs WHERE id {in:ids} AND state = 'processing' {for_update}"
-)
 
 
 def settle(batch: Sequence[Mapping[str, Any]]) -> Tx[list[bool]]:
@@ -397,18 +259,6 @@ def settle_and_claim(
     return answers, claimed
 
 
-#: Renewing every lease a worker holds, in one statement. A lease token is one claim's
-#: and random: a job whose token is one of ours is leased to us.
-RENEW_LEASES = Sql(
-    "UPDATE jobs SET lease_expires_at = {now} + {secs:lease}"
-    " WHERE id {in:ids} AND lease_token {in:tokens} AND state = 'processing' RETURNING id"
-)
-
-
-_EXPIRE_EXHAUSTED = Sql(end_attempts_from() + f"jobs WHERE {LEASE_EXHAUSTED} RETURNING job_id")
-_EXHAUSTED = Sql(f"UPDATE jobs SET {EXHAUST_JOB} WHERE id {{in:ids}}")
-
-
 def fail_exhausted() -> Tx[int]:
     """Dead-letter the jobs whose lease ran out on their last attempt, that attempt written
     from the lease first (one ``{now}``: the same jobs both times)."""
@@ -416,3 +266,35 @@ def fail_exhausted() -> Tx[int]:
     if dead:
         yield count(_EXHAUSTED, ids=[job["job_id"] for job in dead], **LEASE_EXPIRED)
     return len(dead)
+
+
+class HotPath:
+    """The portable hot path over a driver: each operation one transaction of the
+    statements above. The journal and the queue hold one (PostgreSQL's is a subclass)."""
+
+    def __init__(self, db: Driver) -> None:
+        self._db = db
+
+    async def reserve_batch(self, items: Sequence[NewDelivery]) -> list[Reservation]:
+        """Every item in ONE commit, answered in item order."""
+        return await self._db.run(reserve_batch(items))
+
+    async def claim(self, worker_id: str, limit: int, lease_seconds: float) -> list[ClaimedJob]:
+        return await self._db.run(claim(worker_id, limit, lease_seconds, new_lease_token()))
+
+    async def settle(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
+        """Settle leased jobs (:func:`settle_params`) in ONE commit; per item, whether
+        its lease was still ours."""
+        return await self._db.run(settle(batch))
+
+    async def settle_and_claim(
+        self, batch: Sequence[Mapping[str, Any]], worker_id: str, limit: int, lease_seconds: float
+    ) -> tuple[list[bool], list[ClaimedJob]]:
+        """:meth:`settle` and :meth:`claim` (none of the jobs just settled) in ONE
+        commit: a worker's loop turn."""
+        return await self._db.run(
+            settle_and_claim(batch, worker_id, limit, lease_seconds, new_lease_token())
+        )
+
+    async def fail_exhausted(self) -> int:
+        return await self._db.run(fail_exhausted())

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from hookinbox.errors import StoreRejectedRow
 from hookinbox.ids import delivery_id_floor
 from hookinbox.store.decisions import TransitionRules
-from hookinbox.store.hot_path import reserve_one
+from hookinbox.store.hot_path import HotPath, reserve_one
 from hookinbox.store.records import (
     DeliverySearch,
     DeliveryStatus,
@@ -25,104 +25,35 @@ from hookinbox.store.records import (
     Reservation,
 )
 from hookinbox.store.resource_records import ParkPolicy, ResourceEvent, ResourceOutcome
-from hookinbox.store.sql import WAKE, DecodeTime, Sql, Tx, row, rows
+from hookinbox.store.sql import WAKE, DecodeTime, Tx, row, rows
+from hookinbox.store.statements import load_statements
 from hookinbox.store.transitions import apply_or_park
 
 if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
 
-_DELIVERY = (
-    "d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,"
-    " d.delivery_count, d.conflicts,"
-    " EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained"
-)
-#: A delivery's status from its jobs (see :func:`hookinbox.store.records.delivery_status`).
-_STATUS = """CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
-        THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
-        THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
-        THEN 'completed'
-    ELSE 'accepted' END"""
-
-_GET = Sql(
-    f"SELECT {_DELIVERY} FROM deliveries d"
-    " WHERE d.id = :ref OR (d.event_id = :ref AND (d.source = :source OR :source IS NULL))"
-    " ORDER BY (d.id = :ref) DESC, d.first_seen_at DESC LIMIT 1"
-)
-_JOBS_OF = Sql(
-    "SELECT id, action, state, attempts, max_attempts, last_error, next_attempt_at,"
-    " lease_expires_at, business_id, created_at, updated_at"
-    " FROM jobs WHERE delivery_id = :id ORDER BY action"
-)
-_PAGE = (
-    " AND (d.source = :source OR :source IS NULL)"
-    " AND (d.id < :before OR :before IS NULL)"
-    f" AND ({_STATUS} = :status OR :status IS NULL)"
-    " ORDER BY d.id DESC LIMIT :limit"
-)
-_LISTED = f"SELECT {_DELIVERY}, {{job_states}} AS states FROM deliveries d"
-_LIST = Sql(_LISTED + " WHERE TRUE" + _PAGE)
-
-# Search filters chosen from constants (never from input), so a search by id or by a
-# rare status walks an index instead of the whole journal.
-_BY_REF = (
-    "d.id IN (SELECT id FROM deliveries WHERE id = :ref"
-    " UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)"
-)
-_BY_STATE = {
-    "failed": "d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')",
-    "processing": "d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')",
-}
-#: Retained payloads of the window (the payloads' primary key bounds the walk) whose JSON
-#: value at ``:payload_path`` is ``:payload_value`` ({payload_is}: dialect.py).
-_BY_PAYLOAD = (
-    "d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor"
-    " AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND {payload_is:p})"
-)
-_FILTERS = (
-    " AND (lower(d.event_type) LIKE :type ESCAPE '\\' OR :type IS NULL)"
-    " AND (d.id >= :floor OR :floor IS NULL)"
-    " AND (d.id < :ceiling OR :ceiling IS NULL)"
-    " AND (d.source = :source OR :source IS NULL)"
-    f" AND ({_STATUS} = :status OR :status IS NULL)"
-)
-_SearchKey = tuple[bool, str, bool]
+_SQL = load_statements("journal")
+_GET = _SQL["get"]
+_JOBS_OF = _SQL["jobs_of"]
+_LIST = _SQL["list"]
+_BY_EVENT = _SQL["by_event"]
+_PAYLOAD = _SQL["payload"]
+_STORED = _SQL["stored"]
 
 
-def _where(key: _SearchKey) -> str:
-    by_ref, state, by_payload = key
-    return (
-        f" WHERE {_BY_REF if by_ref else 'TRUE'} AND {_BY_STATE.get(state, 'TRUE')}"
-        f" AND {_BY_PAYLOAD if by_payload else 'TRUE'}" + _FILTERS
-    )
+def _search_name(query: DeliverySearch) -> str:
+    """The search statement for the filters ``query`` uses (journal.sql): by reference, by
+    a rare status (failed, processing: the others are common, so the status filter alone
+    serves), by payload."""
+    name = "search"
+    if query.ref is not None:
+        name += "_by_ref"
+    if query.status in ("failed", "processing"):
+        name += f"_{query.status}"
+    if query.payload is not None:
+        name += "_by_payload"
+    return name
 
-
-_SEARCH_KEYS: list[_SearchKey] = [
-    (by_ref, state, by_payload)
-    for by_ref in (True, False)
-    for state in ("", "failed", "processing", "accepted", "completed")
-    for by_payload in (True, False)
-]
-_SEARCHES = {
-    key: Sql(
-        _LISTED + _where(key) + " AND (d.id < :before OR :before IS NULL)"
-        " ORDER BY d.id DESC LIMIT :limit"
-    )
-    for key in _SEARCH_KEYS
-}
-#: How many match, counted up to ``:cap`` (a count never walks more than that).
-_SEARCH_COUNTS = {
-    key: Sql(f"SELECT count(*) FROM (SELECT 1 FROM deliveries d{_where(key)} LIMIT :cap) AS c")
-    for key in _SEARCH_KEYS
-}
-_BY_EVENT = Sql(
-    "SELECT id FROM deliveries WHERE event_id = :event_id AND (source = :source OR :source IS NULL)"
-    " ORDER BY first_seen_at, id"
-)
-_PAYLOAD = Sql("SELECT body FROM payloads WHERE delivery_id = :id")
-_STORED = Sql("SELECT body, headers FROM payloads WHERE delivery_id = :id")
 
 #: What ``reserve_inline`` is asked to apply: one per inline resource job of the delivery.
 InlineApply = tuple[ResourceEvent, TransitionRules, ParkPolicy]
@@ -162,10 +93,6 @@ def _reserve_inline(
     return reservation, outcomes
 
 
-def _search_key(query: DeliverySearch) -> _SearchKey:
-    return (query.ref is not None, query.status or "", query.payload is not None)
-
-
 def _search_params(query: DeliverySearch) -> dict[str, object]:
     since, until, payload = query.since, query.until, query.payload
     params: dict[str, object] = {
@@ -187,8 +114,9 @@ def _search_params(query: DeliverySearch) -> dict[str, object]:
 
 
 class Journal:
-    def __init__(self, db: Driver) -> None:
+    def __init__(self, db: Driver, hot_path: HotPath) -> None:
         self._db = db
+        self._hot = hot_path
 
     async def reserve_deliveries(
         self, items: Sequence[NewDelivery]
@@ -196,8 +124,28 @@ class Journal:
         """Reserve every item in ONE commit: journal row, payload and jobs for the first
         delivery of an event id, last-seen/count for a repeat. Answers in item order; an
         item whose values the database refuses is answered StoreRejectedRow, alone.
-        Raises StoreUnavailable (and writes nothing) when the commit fails."""
-        return await self._db.reserve_deliveries(items)
+        Raises StoreUnavailable (and writes nothing) when the commit fails.
+
+        A batch is never poisoned by one row: when the database refuses a value, the rows
+        go again one by one, the refused row is answered :class:`StoreRejectedRow` and
+        every other as if it had come alone. Only a database that cannot commit at all
+        fails the batch."""
+        try:
+            return list(await self._hot.reserve_batch(items))
+        except Exception as exc:
+            if not self._db.rejects_row(exc):
+                raise
+        return [await self._reserve_alone(item) for item in items]
+
+    async def _reserve_alone(self, item: NewDelivery) -> Reservation | StoreRejectedRow:
+        try:
+            (answer,) = await self._hot.reserve_batch([item])
+        except Exception as exc:
+            refused = self._db.rejected(exc)
+            if refused is None:
+                raise
+            return refused
+        return answer
 
     async def reserve_inline(
         self, item: NewDelivery, applies: Sequence[InlineApply]
@@ -240,7 +188,7 @@ class Journal:
     async def search_deliveries(self, query: DeliverySearch) -> list[DeliveryView]:
         """A keyset page of the journal, newest first (never OFFSET)."""
         found = await self._db.rows(
-            _SEARCHES[_search_key(query)], **_search_params(query), limit=query.limit
+            _SQL[_search_name(query)], **_search_params(query), limit=query.limit
         )
         return [DeliveryView.listed(r, self._db.decode_time) for r in found]
 
@@ -248,7 +196,7 @@ class Journal:
         """How many deliveries match (ignoring ``before``), counted up to ``cap``."""
         params = {**_search_params(query), "cap": cap}
         del params["before"]
-        return int(await self._db.value(_SEARCH_COUNTS[_search_key(query)], **params))
+        return int(await self._db.value(_SQL["count_" + _search_name(query)], **params))
 
     async def read_stored(self, delivery_id: str) -> tuple[bytes, dict[str, str]] | None:
         """The raw body and the kept headers while retained (trace re-evaluates route

@@ -16,7 +16,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hookinbox.store.sql import Sql, Tx, count, value
+from hookinbox.store.sql import Tx, count, value
+from hookinbox.store.statements import load_statements
 
 if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
@@ -42,48 +43,22 @@ class NewNotice:
     body: dict[str, Any]
 
 
-_RECENT = "{now} - {secs:lookback}"
-_DEAD_LETTERS = Sql(
-    "SELECT source, action AS subject, coalesce(last_error, '') AS reason,"
-    " {minute:failed_at} AS minute, count(*) AS n, NULL AS actor FROM jobs"
-    f" WHERE state = 'failed' AND failed_at > {_RECENT}"
-    " GROUP BY source, action, last_error, {minute:failed_at}"
-    " ORDER BY minute LIMIT :limit"
-)
-_PAUSES = Sql(
-    "SELECT source, 'paused' AS subject, 'operator' AS reason, {minute:at} AS minute,"
-    " count(*) AS n, max(actor) AS actor FROM operator_actions"
-    f" WHERE command = 'pause' AND source IS NOT NULL AND at > {_RECENT}"
-    " GROUP BY source, {minute:at} ORDER BY minute LIMIT :limit"
-)
-_REJECTED = Sql(
-    "SELECT source, 'rejected' AS subject, reason, {minute:last_seen_at} AS minute,"
-    " CAST(sum(seen) AS BIGINT) AS n, NULL AS actor FROM rejected_deliveries"
-    f" WHERE last_seen_at > {_RECENT}"
-    " GROUP BY source, reason, {minute:last_seen_at} ORDER BY minute LIMIT :limit"
-)
+_SQL = load_statements("notices")
+_DEAD_LETTERS = _SQL["dead_letters"]
+_PAUSES = _SQL["pauses"]
+_REJECTED = _SQL["rejected"]
 #: A circuit's last opening (kept when it closes again): no source, the destination as
 #: the subject.
-_CIRCUITS = Sql(
-    "SELECT '' AS source, name AS subject, 'consecutive_failures' AS reason,"
-    " {minute:last_opened_at} AS minute, 1 AS n, NULL AS actor FROM destinations"
-    f" WHERE last_opened_at > {_RECENT} ORDER BY minute LIMIT :limit"
-)
+_CIRCUITS = _SQL["circuits"]
 _QUERIES = {
     "dead_letter": _DEAD_LETTERS,
     "source_paused": _PAUSES,
     "rejected_delivery": _REJECTED,
     "circuit_open": _CIRCUITS,
 }
-_SENT_LAST_HOUR = Sql(
-    "SELECT count(*) FROM outbox WHERE kind = :kind AND created_at > {now} - {secs:hour}"
-)
-_EXISTS = Sql("SELECT count(*) FROM outbox WHERE key = :key")
-_INSERT = Sql(
-    "INSERT INTO outbox (key, kind, source, resource_id, body, next_attempt_at, created_at,"
-    " updated_at) VALUES (:key, :kind, :source, NULL, :body, {now}, {now}, {now})"
-    " ON CONFLICT (key) DO NOTHING"
-)
+_SENT_LAST_HOUR = _SQL["sent_last_hour"]
+_EXISTS = _SQL["exists"]
+_INSERT = _SQL["insert"]
 
 
 def _write(kind: str, notices: list[NewNotice], max_per_hour: int) -> Tx[tuple[int, int]]:

@@ -12,49 +12,23 @@ from typing import TYPE_CHECKING
 
 from hookinbox.codes import JobCode
 from hookinbox.errors import NotFound, OperationRefused
-from hookinbox.store.driver import new_lease_token
-from hookinbox.store.hot_path import CLEAR_LEASE
+from hookinbox.store.hot_path import new_lease_token
 from hookinbox.store.resource_records import ClaimedOutbox, OutboxState, OutboxView
-from hookinbox.store.sql import DecodeTime, Sql, Tx, count, row, rows
+from hookinbox.store.sql import DecodeTime, Tx, count, row, rows
+from hookinbox.store.statements import load_statements
 
 if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
 
-_EXHAUSTED = Sql(
-    f"UPDATE outbox SET state = 'failed', last_error = :error, failed_at = {{now}}, {CLEAR_LEASE}"
-    " WHERE state = 'sending' AND lease_expires_at < {now} AND attempts >= :max"
-)
-_CLAIM = Sql(
-    "UPDATE outbox SET state = 'sending', attempts = attempts + 1, lease_token = :token,"
-    " leased_by = :worker, lease_expires_at = {now} + {secs:lease}, updated_at = {now}"
-    " WHERE key IN (SELECT key FROM outbox"
-    " WHERE ((state = 'pending' AND next_attempt_at <= {now})"
-    " OR (state = 'sending' AND lease_expires_at < {now} AND attempts < :max))"
-    " AND (:only_notices = FALSE OR kind LIKE 'notify:%')"
-    " ORDER BY next_attempt_at LIMIT :limit {skip_locked})"
-    " RETURNING key, kind, resource_id, body, attempts"
-)
-_FINISH = Sql(
-    "UPDATE outbox SET state = :state, last_error = coalesce(:error, last_error),"
-    " next_attempt_at = {now} + {secs:delay},"
-    " sent_at = CASE WHEN :state = 'sent' THEN {now} ELSE sent_at END,"
-    f" failed_at = CASE WHEN :state = 'failed' THEN {{now}} ELSE failed_at END, {CLEAR_LEASE}"
-    " WHERE key = :key AND lease_token = :token AND state = 'sending'"
-)
-_RENEW = Sql(
-    "UPDATE outbox SET lease_expires_at = {now} + {secs:lease}"
-    " WHERE key = :key AND lease_token = :token AND state = 'sending'"
-)
-_STATE = Sql("SELECT state FROM outbox WHERE key = :key {for_update}")
-_REQUEUE = Sql(
-    "UPDATE outbox SET state = 'pending', attempts = 0, next_attempt_at = {now},"
-    " failed_at = NULL, updated_at = {now} WHERE key = :key RETURNING *"
-)
-_GET = Sql("SELECT * FROM outbox WHERE key = :key")
-_LIST = Sql(
-    "SELECT * FROM outbox WHERE (state = :state OR :state IS NULL)"
-    " AND (kind = :kind OR :kind IS NULL) ORDER BY created_at DESC, key LIMIT :limit"
-)
+_SQL = load_statements("outbox")
+_EXHAUSTED = _SQL["exhausted"]
+_CLAIM = _SQL["claim"]
+_FINISH = _SQL["finish"]
+_RENEW = _SQL["renew"]
+_STATE = _SQL["state"]
+_REQUEUE = _SQL["requeue"]
+_GET = _SQL["get"]
+_LIST = _SQL["list"]
 
 
 def _claim(

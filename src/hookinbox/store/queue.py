@@ -9,16 +9,11 @@ time comes from the database clock, never a worker's. Claim and settle are the h
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
-from hookinbox.codes import DEFERRING_STATUSES, AttemptOutcome, SettleOutcome, http_status_code
+from hookinbox.codes import DEFERRING_STATUSES, SettleOutcome, http_status_code
 from hookinbox.store.audit import AUDIT
-from hookinbox.store.hot_path import (
-    CLEAR_LEASE,
-    LEASE_HELD,
-    RENEW_LEASES,
-    settle_params,
-)
+from hookinbox.store.hot_path import HotPath, settle_params
 from hookinbox.store.operator_records import JobDetail
 from hookinbox.store.records import (
     AttemptDetail,
@@ -27,85 +22,39 @@ from hookinbox.store.records import (
     JobState,
     Settlement,
 )
-from hookinbox.store.sql import WAKE, Sql, Tx, literal, many, rows
+from hookinbox.store.sql import WAKE, Sql, Tx, many, rows
+from hookinbox.store.statements import load_statements
 
 if TYPE_CHECKING:
     from datetime import datetime
 
     from hookinbox.store.driver import Driver
 
-#: One job with its delivery's identity (a dead letter, a retry, a replay).
-JOB_DETAIL = (
-    "SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,"
-    " j.last_error, j.trigger, d.event_id, d.event_type, j.business_id,"
-    " EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = j.delivery_id)"
-    " AS payload_retained, j.created_at, j.updated_at, j.completed_at, j.failed_at,"
-    " (SELECT min(a.ended_at) FROM attempts a WHERE a.job_id = j.id"
-    f" AND a.outcome <> {literal(AttemptOutcome.COMPLETED)}) AS first_failed_at,"
-    " j.lease_expires_at FROM jobs j JOIN deliveries d ON d.id = j.delivery_id"
-)
-_GET_JOB = Sql(JOB_DETAIL + " WHERE j.id = :id")
+_SQL = load_statements("queue")
+_GET_JOB = _SQL["get_job"]
 
 #: How the one dead-letter list is ordered: ``newest_job`` walks the time-ordered job id
 #: (the admin's pages), the others the failure time (the CLI's list, a bulk retry).
 #: ``before`` (a job id) continues after that job in the same order; with a failure
 #: order it must still be a dead letter (a retried job has no failure time).
 DeadLetterOrder = Literal["newest_job", "newest_failure", "oldest_failure"]
-_ORDERS: dict[DeadLetterOrder, tuple[str, str]] = {
-    "newest_job": ("j.id < :before", "j.id DESC"),
-    "newest_failure": (
-        "(j.failed_at, j.id) < (SELECT failed_at, id FROM jobs WHERE id = :before)",
-        "j.failed_at DESC, j.id DESC",
-    ),
-    "oldest_failure": (
-        "(j.failed_at, j.id) > (SELECT failed_at, id FROM jobs WHERE id = :before)",
-        "j.failed_at, j.id",
-    ),
+_DEAD_LETTERS: dict[DeadLetterOrder, Sql] = {
+    order: _SQL[f"dead_letters_{order}"] for order in get_args(DeadLetterOrder)
 }
-_DEAD_FILTER = (
-    " WHERE j.state = 'failed'"
-    " AND (j.source = :source OR :source IS NULL)"
-    " AND (j.action = :action OR :action IS NULL)"
-    " AND (j.last_error = :reason OR :reason IS NULL)"
-    " AND (j.failed_at >= :since OR :since IS NULL)"
-    " AND (j.failed_at < :until OR :until IS NULL)"
-)
-_DEAD_LETTERS = {
-    order: Sql(
-        JOB_DETAIL + _DEAD_FILTER + f" AND ({after} OR :before IS NULL) ORDER BY {by} LIMIT :limit"
-    )
-    for order, (after, by) in _ORDERS.items()
-}
-_COUNT_DEAD = Sql("SELECT count(*) FROM jobs j" + _DEAD_FILTER)
-_ATTEMPT_VIEW = (
-    "number, trigger, worker, started_at, ended_at, outcome, error_code, target,"
-    " http_status, response_snippet, duration_ms, next_attempt_at"
-)
+_COUNT_DEAD = _SQL["count_dead"]
 #: The ended attempts, oldest first, then the running one: an attempt row is written only
 #: when it ends (:mod:`hookinbox.store.hot_path`), so a leased job's attempt under way
 #: (or whose lease ran out, not yet taken over) is read from the job's lease.
-_ATTEMPTS = Sql(
-    f"SELECT {_ATTEMPT_VIEW} FROM ("
-    f" SELECT 0 AS running, id AS seq, {_ATTEMPT_VIEW} FROM attempts WHERE job_id = :id"
-    " UNION ALL SELECT 1, 0, attempts, trigger, leased_by, leased_at, NULL, NULL, NULL, NULL,"
-    " NULL, NULL, NULL, NULL FROM jobs WHERE id = :id AND state = 'processing'"
-    ") AS history ORDER BY running, seq"
-)
+_ATTEMPTS = _SQL["attempts"]
 #: Waits a target asked for (429/503 with Retry-After) that gave their attempt back.
-_TARGET_DEFERRALS = Sql(
-    "SELECT count(*) FROM attempts WHERE job_id = :id"
-    f" AND outcome = {literal(AttemptOutcome.DEFERRED)} AND error_code {{in:codes}}"
-)
-_RENEW = Sql("UPDATE jobs SET lease_expires_at = {now} + {secs:lease} WHERE " + LEASE_HELD)
+_TARGET_DEFERRALS = _SQL["target_deferrals"]
 #: Attempts are never reset: a requeued job is granted ``:more`` attempts on top of those
 #: it spent, so attempt numbers count on across replays and retries (``attempts`` is
 #: every attempt the job ever made, ``max_attempts`` the last one it may make).
-_REQUEUE = Sql(
-    "UPDATE jobs SET state = 'accepted', max_attempts = attempts + :more,"
-    " next_attempt_at = {now}, trigger = :trigger, last_error = NULL, completed_at = NULL,"
-    f" failed_at = NULL, {CLEAR_LEASE}"
-    " WHERE id {in:ids} AND state {in:states} RETURNING id, source, delivery_id"
-)
+_REQUEUE = _SQL["requeue"]
+#: Renewing every lease a worker holds, in one statement. A lease token is one claim's
+#: and random: a job whose token is one of ours is leased to us.
+_RENEW_LEASES = _SQL["renew_leases"]
 
 
 def _requeue(
@@ -133,21 +82,16 @@ def _requeue(
 
 
 class Queue:
-    def __init__(self, db: Driver) -> None:
+    def __init__(self, db: Driver, hot_path: HotPath) -> None:
         self._db = db
+        self._hot = hot_path
 
     async def claim_due_jobs(
         self, worker_id: str, limit: int, lease_seconds: float
     ) -> list[ClaimedJob]:
         """Lease up to ``limit`` due jobs: accepted and due, or processing with an expired
         lease and attempts left. Each claim counts an attempt."""
-        return await self._db.claim_due_jobs(worker_id, limit, float(lease_seconds))
-
-    async def renew_lease(self, job_id: str, lease_token: str, lease_seconds: float) -> bool:
-        changed = await self._db.count(
-            _RENEW, id=job_id, token=lease_token, lease=float(lease_seconds)
-        )
-        return changed == 1
+        return await self._hot.claim(worker_id, limit, float(lease_seconds))
 
     async def renew_leases(self, leases: Mapping[str, str], lease_seconds: float) -> set[str]:
         """Renew every lease a worker holds (job id -> lease token) in one statement;
@@ -155,7 +99,7 @@ class Queue:
         if not leases:
             return set()
         found = await self._db.rows(
-            RENEW_LEASES,
+            _RENEW_LEASES,
             ids=list(leases),
             tokens=sorted(set(leases.values())),
             lease=float(lease_seconds),
@@ -168,7 +112,7 @@ class Queue:
         answers, per settlement, whether it did (False: the lease was lost)."""
         if not settlements:
             return []
-        return await self._db.settle_jobs([settle_params(s) for s in settlements])
+        return await self._hot.settle([settle_params(s) for s in settlements])
 
     async def settle_and_claim(
         self,
@@ -181,7 +125,7 @@ class Queue:
         :meth:`settle_jobs` does to ``settlements`` (each lease checked on its own, the
         answers per settlement), then what :meth:`claim_due_jobs` does for ``limit``
         slots, never taking one of the jobs it has just settled."""
-        return await self._db.settle_and_claim(
+        return await self._hot.settle_and_claim(
             [settle_params(s) for s in settlements], worker_id, limit, float(lease_seconds)
         )
 
@@ -220,23 +164,6 @@ class Queue:
             )
         )
 
-    async def defer_job(
-        self,
-        job_id: str,
-        lease_token: str,
-        reason: str,
-        delay_seconds: float,
-        *,
-        detail: AttemptDetail | None = None,
-    ) -> bool:
-        """Back to accepted after ``delay_seconds`` without spending an attempt: the job
-        waits for something outside itself (another job holding its effect's key)."""
-        return await self._settle_one(
-            Settlement(
-                job_id, lease_token, SettleOutcome.DEFERRED, reason, delay_seconds, detail=detail
-            )
-        )
-
     async def fail_job(
         self,
         job_id: str,
@@ -259,7 +186,7 @@ class Queue:
     async def fail_exhausted_leases(self) -> int:
         """Dead-letter jobs whose lease expired with no attempts left (their worker died on
         the last attempt); return how many."""
-        return await self._db.fail_exhausted_leases()
+        return await self._hot.fail_exhausted()
 
     async def wait_for_jobs(self, timeout: float) -> None:
         """Return when new jobs may be due (a notification) or after ``timeout``."""

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from hookinbox.store.sql import Sql, Tx, count, many
+from hookinbox.store.sql import Tx, count, many
+from hookinbox.store.statements import load_statements
 
 if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
@@ -19,17 +20,10 @@ if TYPE_CHECKING:
 #: Minutes of counts kept: the overview's hour, with room for a late flush.
 KEEP_MINUTES = 180
 
-_ADD = Sql(
-    "INSERT INTO receipt_counts (minute, source, outcome, answers)"
-    " VALUES (:minute, :source, :outcome, :answers)"
-    " ON CONFLICT (minute, source, outcome)"
-    " DO UPDATE SET answers = receipt_counts.answers + excluded.answers"
-)
-_FORGET = Sql("DELETE FROM receipt_counts WHERE minute < :oldest")
-_SINCE = Sql(
-    "SELECT minute, source, outcome, answers FROM receipt_counts"
-    " WHERE minute >= :first ORDER BY minute, source, outcome"
-)
+_SQL = load_statements("receipts")
+_ADD = _SQL["add"]
+_FORGET = _SQL["forget"]
+_SINCE = _SQL["since"]
 
 
 class ReceiptCounts:

@@ -17,7 +17,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hookinbox.store.records import Record, iso
-from hookinbox.store.sql import DecodeTime, Row, Sql, Tx, count, row
+from hookinbox.store.sql import DecodeTime, Row, Tx, count, row
+from hookinbox.store.statements import load_statements
 
 if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
@@ -89,53 +90,19 @@ class RejectedDelivery(Record):
         }
 
 
-_COLUMNS = (
-    "id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers,"
-    " first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id"
-)
-_KEEP = Sql(
-    "INSERT INTO rejected_deliveries (id, source, reason, body_sha256, body, body_bytes,"
-    " stored_bytes, headers, first_seen_at, last_seen_at, seen)"
-    " VALUES (:id, :source, :reason, :sha, :body, :body_bytes, :stored, :headers, {now}, {now}, 1)"
-    " ON CONFLICT (source, body_sha256) DO UPDATE SET reason = excluded.reason,"
-    " headers = excluded.headers, stored_bytes = excluded.stored_bytes,"
-    " body = coalesce(rejected_deliveries.body, excluded.body),"
-    " last_seen_at = excluded.last_seen_at, seen = rejected_deliveries.seen + 1,"
-    " retried_at = NULL, retry_outcome = NULL, retry_delivery_id = NULL"
-    " RETURNING id"
-)
+_SQL = load_statements("rejected")
+_KEEP = _SQL["keep"]
 # Writes of one source take turns (else two concurrent trims, each not seeing the other's
 # new row, could leave the ring one row over its bound).
-_RING_LOCK = Sql("SELECT {xact_lock:ring} AS locked")
+_RING_LOCK = _SQL["ring_lock"]
 # The ring: the source's rows newest first; past max_rows, or past max_bytes in total.
-_TRIM = Sql(
-    "DELETE FROM rejected_deliveries WHERE id IN (SELECT id FROM ("
-    "SELECT id, row_number() OVER w AS n, CAST(sum(stored_bytes) OVER w AS BIGINT) AS total"
-    " FROM rejected_deliveries WHERE source = :source"
-    " WINDOW w AS (ORDER BY last_seen_at DESC, id DESC"
-    " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
-    ") ranked WHERE n > :max_rows OR total > :max_bytes)"
-)
-_LIST = Sql(
-    f"SELECT {_COLUMNS} FROM rejected_deliveries"
-    " WHERE (source = :source OR :source IS NULL)"
-    " AND (:everything OR retry_outcome IS NULL OR retry_outcome NOT IN ('accepted', 'duplicate'))"
-    " AND (id < :before OR :before IS NULL)"
-    " ORDER BY id DESC LIMIT :limit"
-)
-_GET = Sql(f"SELECT {_COLUMNS}, body FROM rejected_deliveries WHERE id = :id")
-_MARK = Sql(
-    "UPDATE rejected_deliveries SET retried_at = {now}, retry_outcome = :outcome,"
-    " retry_delivery_id = :delivery_id WHERE id = :id"
-)
-_OLD = "FROM rejected_deliveries WHERE last_seen_at < {now} - {secs:age}"
-_COUNT_OLD = Sql("SELECT count(*) " + _OLD)
-_PURGE = Sql(f"DELETE FROM rejected_deliveries WHERE id IN (SELECT id {_OLD} LIMIT :limit)")
-_TOTALS = Sql(
-    "SELECT source, reason, count(*) AS rows_kept, sum(seen) AS seen,"
-    " CAST(sum(stored_bytes) AS BIGINT) AS stored_bytes"
-    " FROM rejected_deliveries GROUP BY source, reason ORDER BY source, reason"
-)
+_TRIM = _SQL["trim"]
+_LIST = _SQL["list"]
+_GET = _SQL["get"]
+_MARK = _SQL["mark"]
+_COUNT_OLD = _SQL["count_old"]
+_PURGE = _SQL["purge"]
+_TOTALS = _SQL["totals"]
 
 
 def _keep(item: NewRejected, max_rows: int, max_bytes: int) -> Tx[str | None]:

@@ -23,7 +23,6 @@ from hookinbox.store.resource_records import (
 from hookinbox.store.sql import (
     WAKE,
     DecodeTime,
-    Sql,
     Step,
     Tx,
     UniqueConflict,
@@ -31,6 +30,7 @@ from hookinbox.store.sql import (
     row,
     rows,
 )
+from hookinbox.store.statements import load_statements
 from hookinbox.store.transitions import LOG, apply_or_park, log_params
 
 if TYPE_CHECKING:
@@ -38,60 +38,23 @@ if TYPE_CHECKING:
 
 _REF_TAKEN = "a resource of this kind already holds that provider reference"
 
-_CREATE = Sql(
-    "INSERT INTO resources (id, kind, tenant, owner, state, provider_ref, created_at,"
-    " updated_at) VALUES (:id, :kind, :tenant, :owner, :state, :ref, {now}, {now})"
-    " ON CONFLICT DO NOTHING RETURNING *"
-)
-_GET = Sql("SELECT * FROM resources WHERE id = :id")
-_GET_FOR_UPDATE = Sql("SELECT * FROM resources WHERE id = :id {for_update}")
-_FIND = Sql("SELECT * FROM resources WHERE kind = :kind AND provider_ref = :ref")
-_ATTACH = Sql(
-    "UPDATE resources SET provider_ref = :ref, version = version + 1, updated_at = {now}"
-    " WHERE id = :id RETURNING *"
-)
-_WAKE_PARKED = Sql(
-    "UPDATE jobs SET next_attempt_at = {now}, updated_at = {now}"
-    " WHERE state = 'accepted' AND id IN"
-    " (SELECT job_id FROM parked_events WHERE kind = :kind AND provider_ref = :ref)"
-)
-_LIST = Sql(
-    "SELECT * FROM resources WHERE (kind = :kind OR :kind IS NULL)"
-    " AND (tenant = :tenant OR :tenant IS NULL) AND (state = :state OR :state IS NULL)"
-    " AND (id < :before OR :before IS NULL) ORDER BY id DESC LIMIT :limit"
-)
-_LOG_OF_RESOURCE = Sql("SELECT * FROM resource_transitions WHERE resource_id = :id ORDER BY id")
-_LOG_OF_DELIVERY = Sql("SELECT * FROM resource_transitions WHERE delivery_id = :id ORDER BY id")
-_LEASE_HELD = Sql(
-    "SELECT 1 FROM jobs WHERE id = :id AND lease_token = :token AND state = 'processing'"
-    " {for_update}"
-)
-_COUNTS = Sql(
-    "SELECT outcome, reason, count(*) AS n FROM resource_transitions"
-    " WHERE outcome IN ('applied', 'rejected') GROUP BY outcome, reason"
-)
+_SQL = load_statements("resources")
+_CREATE = _SQL["create"]
+_GET = _SQL["get"]
+_GET_FOR_UPDATE = _SQL["get_for_update"]
+_FIND = _SQL["find"]
+_ATTACH = _SQL["attach"]
+_WAKE_PARKED = _SQL["wake_parked"]
+_LIST = _SQL["list"]
+_LOG_OF_RESOURCE = _SQL["log_of_resource"]
+_LOG_OF_DELIVERY = _SQL["log_of_delivery"]
+_LEASE_HELD = _SQL["lease_held"]
+_COUNTS = _SQL["counts"]
 # Reconciliation.
-_TERMINAL_WITHOUT_DELIVERY = Sql(
-    "SELECT r.id FROM resources r WHERE r.kind = :kind AND r.state = :state"
-    " AND NOT EXISTS (SELECT 1 FROM resource_transitions t WHERE t.resource_id = r.id"
-    " AND t.outcome = 'applied' AND t.to_state = r.state AND t.delivery_id IS NOT NULL)"
-    " ORDER BY r.id LIMIT :limit"
-)
-_TRANSITION_WITHOUT_OUTBOX = Sql(
-    "SELECT t.resource_id FROM resource_transitions t JOIN resources r ON r.id = t.resource_id"
-    " WHERE r.kind = :kind AND t.outcome = 'applied' AND t.to_state = :state"
-    " AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.key = :outbox_kind || ':' || t.resource_id)"
-    " ORDER BY t.id LIMIT :limit"
-)
-_OUTBOX_UNSENT = Sql(
-    "SELECT key, state FROM outbox WHERE state IN ('pending', 'sending')"
-    " AND created_at < {now} - {secs:age} ORDER BY created_at LIMIT :limit"
-)
-_PARKED_PAST_DEADLINE = Sql(
-    "SELECT p.job_id FROM parked_events p JOIN jobs j ON j.id = p.job_id"
-    " WHERE p.deadline < {now} AND j.state IN ('accepted', 'processing')"
-    " ORDER BY p.deadline LIMIT :limit"
-)
+_TERMINAL_WITHOUT_DELIVERY = _SQL["terminal_without_delivery"]
+_TRANSITION_WITHOUT_OUTBOX = _SQL["transition_without_outbox"]
+_OUTBOX_UNSENT = _SQL["outbox_unsent"]
+_PARKED_PAST_DEADLINE = _SQL["parked_past_deadline"]
 
 
 def _wake_parked(kind: str, provider_ref: str) -> Tx[None]:

@@ -14,30 +14,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hookinbox.store.records import Record, iso
-from hookinbox.store.sql import Sql
+from hookinbox.store.statements import load_statements
 
 if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
 
-_COLUMNS = (
-    "t.id, t.resource_id, r.kind, r.tenant, t.from_state, t.to_state, t.reason,"
-    " t.delivery_id, t.job_id, t.event_type, t.created_at, t.reviewed_at, t.reviewed_by,"
-    " t.review_note"
-)
-_FROM = "FROM resource_transitions t JOIN resources r ON r.id = t.resource_id"
-_LIST = Sql(
-    f"SELECT {_COLUMNS} {_FROM} WHERE t.outcome = 'rejected'"
-    " AND (t.reviewed_at IS NULL OR :resolved = 1)"
-    " AND (t.id < :before OR :before IS NULL) ORDER BY t.id DESC LIMIT :limit"
-)
-_GET = Sql(f"SELECT {_COLUMNS} {_FROM} WHERE t.id = :id AND t.outcome = 'rejected'")
-_RESOLVE = Sql(
-    "UPDATE resource_transitions SET reviewed_at = {now}, reviewed_by = :actor,"
-    " review_note = :note WHERE id = :id AND outcome = 'rejected' AND reviewed_at IS NULL"
-)
-_UNREVIEWED = Sql(
-    "SELECT count(*) FROM resource_transitions WHERE outcome = 'rejected' AND reviewed_at IS NULL"
-)
+_SQL = load_statements("reviews")
+_LIST = _SQL["list"]
+_GET = _SQL["get"]
+_RESOLVE = _SQL["resolve"]
+_UNREVIEWED = _SQL["unreviewed"]
 
 
 @dataclass(frozen=True, slots=True)

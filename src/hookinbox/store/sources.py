@@ -7,20 +7,15 @@ from typing import TYPE_CHECKING
 
 from hookinbox.store.audit import AUDIT
 from hookinbox.store.operator_records import SourceState
-from hookinbox.store.sql import DecodeTime, Sql, Tx, count, row
+from hookinbox.store.sql import DecodeTime, Tx, count, row
+from hookinbox.store.statements import load_statements
 
 if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
 
-_COLUMNS = "source, paused, reason, changed_at, changed_by"
-_SET = Sql(
-    "INSERT INTO source_state (source, paused, reason, changed_at, changed_by)"
-    " VALUES (:source, :paused, :reason, {now}, :actor)"
-    " ON CONFLICT (source) DO UPDATE SET paused = excluded.paused, reason = excluded.reason,"
-    " changed_at = excluded.changed_at, changed_by = excluded.changed_by"
-    f" RETURNING {_COLUMNS}"
-)
-_LIST = Sql(f"SELECT {_COLUMNS} FROM source_state ORDER BY source")
+_SQL = load_statements("sources")
+_SET = _SQL["set"]
+_LIST = _SQL["list"]
 
 
 def _set_paused(

@@ -1,9 +1,10 @@
 """Statements and transactions, written once for both databases.
 
-A statement is an :class:`Sql` constant: named placeholders (``:job_id``) for every value
-and a few dialect macros in braces (``{now}``, ``{secs:lease}``, ``{in:ids}``; see
-:mod:`hookinbox.store.dialect`). Nothing is ever formatted into SQL from input: callers
-pick constants and pass values as parameters.
+A statement is an :class:`Sql` read from a ``.sql`` file of named statements
+(:mod:`hookinbox.store.statements`): named placeholders (``:job_id``) for every value and
+a few dialect macros in braces (``{now}``, ``{secs:lease}``, ``{in:ids}``; see
+:mod:`hookinbox.store.dialect`). Nothing is ever formatted into SQL: callers pick a
+statement by name and pass values as parameters.
 
 A transaction is a generator (:data:`Tx`) that yields :class:`Step` objects (a statement,
 its parameters and what to fetch) and receives each step's result; it returns the
@@ -34,15 +35,18 @@ Fetch = Literal["rows", "row", "value", "count", "many", "wake"]
 
 class Sql:
     """One statement's text, rendered once per dialect (the dialect caches it, keyed by
-    the constant itself: statements are module-level constants, never built per call)."""
+    the object itself: statements are read once from the store's ``.sql`` files by
+    :func:`hookinbox.store.statements.load_statements`, never built per call). ``name``
+    is ``area.statement``, as the golden files show it."""
 
-    __slots__ = ("text",)
+    __slots__ = ("name", "text")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, name: str = "") -> None:
         self.text = text
+        self.name = name
 
     def __repr__(self) -> str:
-        return f"Sql({self.text!r})"
+        return f"Sql({self.name or self.text!r})"
 
 
 @dataclass(slots=True)
@@ -58,6 +62,9 @@ class Step:
     #: A unique violation is thrown into the transaction as :class:`UniqueConflict`
     #: (the statement alone is undone) instead of failing it.
     unique_conflict: bool = False
+    #: Seconds the statement may take where the driver can bound it (PostgreSQL); None:
+    #: the driver's default.
+    timeout: float | None = None
 
 
 class UniqueConflict(Exception):
@@ -70,14 +77,6 @@ Tx: TypeAlias = Generator[Step, Any, T]
 #: Wake this process's and every other process's workers once the transaction commits
 #: (PostgreSQL: ``pg_notify`` inside it; SQLite: the in-process event after COMMIT).
 WAKE = Step(Sql(""), None, "wake")
-
-
-def literal(code: str) -> str:
-    """A code of :mod:`hookinbox.codes` (never input) as an SQL string literal, for
-    statement constants that compare with a fixed code."""
-    if not code.replace("_", "").replace("-", "").isalnum():
-        raise ValueError(f"not a code: {code!r}")
-    return f"'{code}'"
 
 
 def rows(sql: Sql, **params: Any) -> Step:
@@ -147,7 +146,6 @@ __all__ = [
     "Tx",
     "UniqueConflict",
     "count",
-    "literal",
     "many",
     "one_step",
     "row",

@@ -23,54 +23,23 @@ from hookinbox.store.decisions import (
     outbox_row,
     park_due,
 )
-from hookinbox.store.hot_path import CLEAR_LEASE, END_LEASED_ATTEMPT, MARK_ENDED
 from hookinbox.store.resource_records import ParkPolicy, ResourceEvent, ResourceOutcome
-from hookinbox.store.sql import DecodeTime, Sql, Tx, count, row
+from hookinbox.store.sql import DecodeTime, Tx, count, row
+from hookinbox.store.statements import load_statements
 
-_FIND = Sql("SELECT * FROM resources WHERE kind = :kind AND provider_ref = :ref {for_update}")
-LOG = Sql(
-    "INSERT INTO resource_transitions (resource_id, from_state, to_state, outcome, reason,"
-    " delivery_id, job_id, event_type, event_time, outbox_key, created_at)"
-    " VALUES (:resource_id, :from_state, :to_state, :outcome, :reason, :delivery_id, :job_id,"
-    " :event_type, :event_time, :outbox_key, {now})"
-)
-_APPLIED_BEFORE = Sql(
-    "SELECT outbox_key FROM resource_transitions WHERE resource_id = :resource_id"
-    " AND delivery_id = :delivery_id AND outcome = 'applied' LIMIT 1"
-)
-_MOVE = Sql(
-    "UPDATE resources SET state = :state, version = version + 1, updated_at = {now}"
-    " WHERE id = :id AND version = :version"
-)
-_NOTIFY = Sql(
-    "INSERT INTO outbox (key, kind, source, resource_id, body, next_attempt_at, created_at,"
-    " updated_at) VALUES (:key, :kind, :source, :resource_id, :body, {now}, {now}, {now})"
-    " ON CONFLICT (key) DO NOTHING"
-)
-_PARK_AGAIN = Sql(
-    "UPDATE parked_events SET checks = checks + 1 WHERE job_id = :job_id"
-    " RETURNING checks, deadline, {now} AS now"
-)
-_PARK = Sql(
-    "INSERT INTO parked_events (job_id, source, kind, provider_ref, checks, parked_at, deadline)"
-    " VALUES (:job_id, :source, :kind, :ref, 1, {now}, {now} + {secs:park})"
-    " RETURNING checks, deadline, {now} AS now"
-)
-_UNPARK = Sql("DELETE FROM parked_events WHERE job_id = :job_id")
-_SETTLE = Sql(
-    "UPDATE jobs SET state = :state, last_error = :error,"
-    " business_id = coalesce(:business_id, business_id),"
-    " next_attempt_at = coalesce(:due, next_attempt_at), max_attempts = max_attempts + :extra, "
-    + MARK_ENDED
-    + ", "
-    + CLEAR_LEASE
-    + " WHERE id = :id"
-)
-_FIRST_ATTEMPT = Sql("UPDATE jobs SET attempts = 1 WHERE id = :id")
-_RECEIVER_ATTEMPT = Sql(
-    "INSERT INTO attempts (job_id, number, trigger, worker, started_at, ended_at, outcome,"
-    " error_code) VALUES (:id, 1, :trigger, :worker, {now}, {now}, :outcome, :error)"
-)
+_SQL = load_statements("transitions")
+END_LEASED_ATTEMPT = _SQL["end_leased_attempt"]
+_FIND = _SQL["find"]
+LOG = _SQL["log"]
+_APPLIED_BEFORE = _SQL["applied_before"]
+_MOVE = _SQL["move"]
+_NOTIFY = _SQL["notify"]
+_PARK_AGAIN = _SQL["park_again"]
+_PARK = _SQL["park"]
+_UNPARK = _SQL["unpark"]
+_SETTLE = _SQL["settle"]
+_FIRST_ATTEMPT = _SQL["first_attempt"]
+_RECEIVER_ATTEMPT = _SQL["receiver_attempt"]
 
 
 def log_params(resource_id: str, from_state: str | None, to_state: str | None) -> dict[str, Any]:

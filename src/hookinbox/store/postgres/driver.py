@@ -2,7 +2,8 @@
 
 Any number of receiver and worker processes share one database through an asyncpg pool.
 A transaction runs on one pooled connection inside ``conn.transaction()``; the hot path
-is one statement per operation (:mod:`hookinbox.store.postgres.statements`). Workers are
+is one statement per operation (:mod:`hookinbox.store.hot_path_postgres`, which this
+driver knows nothing of). Workers are
 woken by LISTEN/NOTIFY (``pg_notify`` inside the committing statement or transaction)
 and poll only as a fallback. The database clock (``now()``) sets every lease and due time.
 """
@@ -10,11 +11,9 @@ and poll only as a fallback. The database clock (``now()``) sets every lease and
 from __future__ import annotations
 
 import asyncio
-from binascii import b2a_base64
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from datetime import datetime
-from operator import itemgetter
 from typing import Any, TypeVar
 
 import asyncpg
@@ -22,20 +21,19 @@ import orjson
 
 from hookinbox.errors import StoreError, StoreNotFound, StoreUnavailable
 from hookinbox.store.dialect import POSTGRES
-from hookinbox.store.driver import Driver, new_lease_token
-from hookinbox.store.hot_path import LEASE_EXPIRED, jobs_params
+from hookinbox.store.driver import Driver
 from hookinbox.store.migrations import load_migrations
-from hookinbox.store.postgres import statements
-from hookinbox.store.records import ClaimedJob, NewDelivery, Reservation
 from hookinbox.store.sql import Drive, Step, Tx, UniqueConflict
 
 T = TypeVar("T")
 
 _CONNECT_TIMEOUT = 5.0
 _COMMAND_TIMEOUT = 30.0
-#: A reservation that takes longer is answered 503: providers wait 10-30 s for an answer,
-#: and a retry later beats a timeout now.
-_RESERVE_TIMEOUT = 5.0
+#: The channel workers LISTEN on; the hot path's reservation notifies it in its statement
+#: (``postgres/hot_path.sql``), a transaction that asks for :data:`~hookinbox.store.sql.
+#: WAKE` with this statement.
+NOTIFY_CHANNEL = "hookinbox_jobs"
+_NOTIFY = "SELECT pg_notify('hookinbox_jobs', '')"
 
 #: Errors that mean "the database cannot be had right now" (retry later), not "this
 #: statement is wrong": the client's own (a closed or broken connection, a timeout), and
@@ -53,18 +51,6 @@ def store_error(exc: BaseException) -> StoreError:
             return StoreUnavailable(f"PostgreSQL unavailable: {type(exc).__name__}")
         return StoreError(f"PostgreSQL error {state}: {type(exc).__name__}")
     return StoreUnavailable(f"PostgreSQL unavailable: {type(exc).__name__}")
-
-
-#: A settlement's values in the order of :data:`statements.SETTLE_FIELDS`.
-_SETTLE_ROW = itemgetter(*(name for name, _ in statements.SETTLE_FIELDS))
-
-
-def _settle_batch(batch: Sequence[Mapping[str, Any]]) -> str:
-    """A settle batch as the JSON parameter of :data:`statements.SETTLE`."""
-    try:
-        return orjson.dumps(list(map(_SETTLE_ROW, batch))).decode()
-    except orjson.JSONEncodeError as exc:  # a value JSON cannot carry (a lone surrogate)
-        raise StoreError(f"PostgreSQL cannot store a value: {type(exc).__name__}") from exc
 
 
 async def _no_reset(connection: asyncpg.Connection) -> None:
@@ -174,7 +160,7 @@ class PostgresDriver(Driver):
 
     async def _execute(self, conn: asyncpg.Connection, step: Step) -> Any:
         if step.fetch == "wake":
-            step = Step(statements.NOTIFY, {}, "value")
+            return await conn.fetchval(_NOTIFY)
         rendered = self.dialect.render(step.sql)
         if step.fetch == "many":
             await conn.executemany(
@@ -193,15 +179,15 @@ class PostgresDriver(Driver):
     @staticmethod
     async def _fetch(conn: asyncpg.Connection, step: Step, text: str, args: list[Any]) -> Any:
         if step.fetch == "rows":
-            return await conn.fetch(text, *args)
+            return await conn.fetch(text, *args, timeout=step.timeout)
         if step.fetch == "row":
-            return await conn.fetchrow(text, *args)
+            return await conn.fetchrow(text, *args, timeout=step.timeout)
         if step.fetch == "value":
-            return await conn.fetchval(text, *args)
-        status: str = await conn.execute(text, *args)
+            return await conn.fetchval(text, *args, timeout=step.timeout)
+        status: str = await conn.execute(text, *args, timeout=step.timeout)
         return int(status.rsplit(" ", 1)[-1])
 
-    # -- the hot path: one statement each -------------------------------------------------
+    # -- what an error means --------------------------------------------------------------
     def rejects_row(self, exc: BaseException) -> bool:
         """A value JSON cannot carry (a lone surrogate: the batch parameter is JSON), data
         exceptions (class 22: a NUL or a lone surrogate in a text, a bad encoding),
@@ -215,101 +201,8 @@ class PostgresDriver(Driver):
         state = cause.sqlstate or ""
         return state.startswith(("22", "23")) or state == "54000"
 
-    async def reserve_batch(self, items: Sequence[NewDelivery]) -> list[Reservation]:
-        answers: dict[str, Reservation] = {}
-        pending = list(items)
-        # A row committed by a concurrent receiver after the statement's snapshot is
-        # neither inserted nor visible to its update; such items go round again.
-        for _ in range(5):
-            if not pending:
-                break
-            try:
-                found = await self._reserve_once(pending)
-            except StoreError as exc:
-                # Receivers in other processes may lock the same rows in another order.
-                if isinstance(exc.__cause__, asyncpg.DeadlockDetectedError):
-                    continue
-                raise
-            # Columns in RESERVE's order; positional: keywords cost a dict per row.
-            for outcome, request_id, delivery_id, first_sha256, conflict in found:
-                if outcome != "notify":
-                    answers[request_id] = Reservation(
-                        outcome, delivery_id, bool(conflict), first_sha256 or ""
-                    )
-            pending = [item for item in pending if item.id not in answers]
-        if pending:
-            raise StoreError("could not settle a reservation after repeated conflicts")
-        return [answers[item.id] for item in items]
-
-    async def _reserve_once(self, items: Sequence[NewDelivery]) -> list[asyncpg.Record]:
-        rows = [
-            {
-                "id": i.id,
-                "source": i.source,
-                "event_id": i.event_id,
-                "event_type": i.event_type,
-                "body_sha256": i.body_sha256,
-                "body": b2a_base64(i.body, newline=False).decode(),
-                "headers": orjson.dumps(i.headers).decode(),
-                "seen": i.seen,
-            }
-            for i in items
-        ]
-        jobs = jobs_params(items)
-        try:
-            params = {"items": orjson.dumps(rows).decode(), "jobs": orjson.dumps(jobs).decode()}
-        except orjson.JSONEncodeError as exc:
-            # A text JSON cannot carry (a lone surrogate): the row's fault, like a value
-            # PostgreSQL refuses, so the batch goes again one by one.
-            raise StoreError(f"PostgreSQL cannot store a value: {type(exc).__name__}") from exc
-        rendered = self.dialect.render(statements.RESERVE)
-        async with self._conn() as conn:
-            found: list[asyncpg.Record] = await conn.fetch(
-                rendered.text,
-                *(params[name] for name in rendered.names),
-                timeout=_RESERVE_TIMEOUT,
-            )
-        return found
-
-    async def claim_due_jobs(
-        self, worker_id: str, limit: int, lease_seconds: float
-    ) -> list[ClaimedJob]:
-        token = new_lease_token()
-        found = await self.rows(
-            statements.CLAIM,
-            limit=limit,
-            token=token,
-            worker=worker_id,
-            lease=float(lease_seconds),
-            **LEASE_EXPIRED,
-        )
-        return [ClaimedJob.from_row(r, token) for r in found]
-
-    async def settle_jobs(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
-        found = await self.rows(statements.SETTLE, batch=_settle_batch(batch))
-        settled = {r["id"] for r in found}
-        return [params["id"] in settled for params in batch]
-
-    async def settle_and_claim(
-        self, batch: Sequence[Mapping[str, Any]], worker_id: str, limit: int, lease_seconds: float
-    ) -> tuple[list[bool], list[ClaimedJob]]:
-        token = new_lease_token()
-        found = await self.rows(
-            statements.SETTLE_AND_CLAIM,
-            batch=_settle_batch(batch),
-            limit=limit,
-            token=token,
-            worker=worker_id,
-            lease=float(lease_seconds),
-            **LEASE_EXPIRED,
-        )
-        # One row holds the settled ids (and no job); every other row is a claimed job.
-        (settled,) = [set(r["settled"]) for r in found if r["id"] is None]
-        answers = [params["id"] in settled for params in batch]
-        return answers, [ClaimedJob.from_row(r, token) for r in found if r["id"] is not None]
-
-    async def fail_exhausted_leases(self) -> int:
-        return int(await self.value(statements.FAIL_EXHAUSTED, **LEASE_EXPIRED))
+    def deadlocked(self, exc: BaseException) -> bool:
+        return isinstance(exc.__cause__, asyncpg.DeadlockDetectedError)
 
     # -- waking workers -------------------------------------------------------------------
     async def wait_for_jobs(self, timeout: float) -> None:
@@ -325,7 +218,7 @@ class PostgresDriver(Driver):
         conn: asyncpg.Connection | None = None
         try:
             conn = await asyncpg.connect(self.url, timeout=_CONNECT_TIMEOUT)
-            await conn.add_listener(statements.NOTIFY_CHANNEL, self._on_notify)
+            await conn.add_listener(NOTIFY_CHANNEL, self._on_notify)
         except BaseException as exc:
             # Connected but not listening (the server went away, or the worker is
             # stopping): the connection is nobody's, so it is ended here, not leaked.

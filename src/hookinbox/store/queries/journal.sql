@@ -1,0 +1,295 @@
+-- The journal (hookinbox.store.journal): reading deliveries back, listing and searching
+-- them; the file format: hookinbox/store/statements.py. The reservation itself is the hot
+-- path (hot_path.sql; PostgreSQL's own in postgres/hot_path.sql).
+
+-- fragment: delivery_columns
+d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
+d.delivery_count, d.conflicts,
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained
+
+-- fragment: delivery_status
+-- A delivery's status from its jobs (hookinbox.store.records.delivery_status).
+CASE
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+        THEN 'failed'
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+        THEN 'processing'
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+        THEN 'completed'
+    ELSE 'accepted' END
+
+-- fragment: search_filters
+(lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
+  AND (d.id >= :floor OR :floor IS NULL)
+  AND (d.id < :ceiling OR :ceiling IS NULL)
+  AND (d.source = :source OR :source IS NULL)
+  AND ({include:delivery_status} = :status OR :status IS NULL)
+
+-- fragment: by_ref
+d.id IN (SELECT id FROM deliveries WHERE id = :ref
+         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
+
+-- fragment: by_payload
+-- Retained payloads of the window (the payloads' primary key bounds the walk) whose JSON
+-- value at :payload_path is :payload_value ({payload_is}: hookinbox/store/dialect.py).
+d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+         AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND {payload_is:p})
+
+-- name: get
+SELECT {include:delivery_columns}
+FROM deliveries d
+WHERE d.id = :ref OR (d.event_id = :ref AND (d.source = :source OR :source IS NULL))
+ORDER BY (d.id = :ref) DESC, d.first_seen_at DESC
+LIMIT 1;
+
+-- name: jobs_of
+SELECT id, action, state, attempts, max_attempts, last_error, next_attempt_at,
+       lease_expires_at, business_id, created_at, updated_at
+FROM jobs
+WHERE delivery_id = :id
+ORDER BY action;
+
+-- name: list
+SELECT {include:delivery_columns}, {job_states} AS states
+FROM deliveries d
+WHERE (d.source = :source OR :source IS NULL)
+  AND (d.id < :before OR :before IS NULL)
+  AND ({include:delivery_status} = :status OR :status IS NULL)
+ORDER BY d.id DESC
+LIMIT :limit;
+
+-- name: by_event
+SELECT id
+FROM deliveries
+WHERE event_id = :event_id AND (source = :source OR :source IS NULL)
+ORDER BY first_seen_at, id;
+
+-- name: payload
+SELECT body FROM payloads WHERE delivery_id = :id;
+
+-- name: stored
+SELECT body, headers FROM payloads WHERE delivery_id = :id;
+
+-- The searches: one statement per choice of filters (by reference, by a rare status, by
+-- payload), so a search by id or by a rare status walks an index instead of the journal;
+-- count_* counts up to :cap what the search of the same name finds.
+
+-- name: search_by_ref_by_payload
+SELECT {include:delivery_columns}, {job_states} AS states
+FROM deliveries d
+WHERE {include:by_ref}
+  AND {include:by_payload}
+  AND {include:search_filters}
+  AND (d.id < :before OR :before IS NULL)
+ORDER BY d.id DESC
+LIMIT :limit;
+
+-- name: count_search_by_ref_by_payload
+SELECT count(*) FROM (
+    SELECT 1 FROM deliveries d
+    WHERE {include:by_ref}
+      AND {include:by_payload}
+      AND {include:search_filters}
+    LIMIT :cap
+) AS c;
+
+-- name: search_by_ref
+SELECT {include:delivery_columns}, {job_states} AS states
+FROM deliveries d
+WHERE {include:by_ref}
+  AND {include:search_filters}
+  AND (d.id < :before OR :before IS NULL)
+ORDER BY d.id DESC
+LIMIT :limit;
+
+-- name: count_search_by_ref
+SELECT count(*) FROM (
+    SELECT 1 FROM deliveries d
+    WHERE {include:by_ref}
+      AND {include:search_filters}
+    LIMIT :cap
+) AS c;
+
+-- name: search_by_ref_failed_by_payload
+SELECT {include:delivery_columns}, {job_states} AS states
+FROM deliveries d
+WHERE {include:by_ref}
+  AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
+  AND {include:by_payload}
+  AND {include:search_filters}
+  AND (d.id < :before OR :before IS NULL)
+ORDER BY d.id DESC
+LIMIT :limit;
+
+-- name: count_search_by_ref_failed_by_payload
+SELECT count(*) FROM (
+    SELECT 1 FROM deliveries d
+    WHERE {include:by_ref}
+      AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
+      AND {include:by_payload}
+      AND {include:search_filters}
+    LIMIT :cap
+) AS c;
+
+-- name: search_by_ref_failed
+SELECT {include:delivery_columns}, {job_states} AS states
+FROM deliveries d
+WHERE {include:by_ref}
+  AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
+  AND {include:search_filters}
+  AND (d.id < :before OR :before IS NULL)
+ORDER BY d.id DESC
+LIMIT :limit;
+
+-- name: count_search_by_ref_failed
+SELECT count(*) FROM (
+    SELECT 1 FROM deliveries d
+    WHERE {include:by_ref}
+      AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
+      AND {include:search_filters}
+    LIMIT :cap
+) AS c;
+
+-- name: search_by_ref_processing_by_payload
+SELECT {include:delivery_columns}, {job_states} AS states
+FROM deliveries d
+WHERE {include:by_ref}
+  AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
+  AND {include:by_payload}
+  AND {include:search_filters}
+  AND (d.id < :before OR :before IS NULL)
+ORDER BY d.id DESC
+LIMIT :limit;
+
+-- name: count_search_by_ref_processing_by_payload
+SELECT count(*) FROM (
+    SELECT 1 FROM deliveries d
+    WHERE {include:by_ref}
+      AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
+      AND {include:by_payload}
+      AND {include:search_filters}
+    LIMIT :cap
+) AS c;
+
+-- name: search_by_ref_processing
+SELECT {include:delivery_columns}, {job_states} AS states
+FROM deliveries d
+WHERE {include:by_ref}
+  AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
+  AND {include:search_filters}
+  AND (d.id < :before OR :before IS NULL)
+ORDER BY d.id DESC
+LIMIT :limit;
+
+-- name: count_search_by_ref_processing
+SELECT count(*) FROM (
+    SELECT 1 FROM deliveries d
+    WHERE {include:by_ref}
+      AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
+      AND {include:search_filters}
+    LIMIT :cap
+) AS c;
+
+-- name: search_by_payload
+SELECT {include:delivery_columns}, {job_states} AS states
+FROM deliveries d
+WHERE {include:by_payload}
+  AND {include:search_filters}
+  AND (d.id < :before OR :before IS NULL)
+ORDER BY d.id DESC
+LIMIT :limit;
+
+-- name: count_search_by_payload
+SELECT count(*) FROM (
+    SELECT 1 FROM deliveries d
+    WHERE {include:by_payload}
+      AND {include:search_filters}
+    LIMIT :cap
+) AS c;
+
+-- name: search
+SELECT {include:delivery_columns}, {job_states} AS states
+FROM deliveries d
+WHERE {include:search_filters}
+  AND (d.id < :before OR :before IS NULL)
+ORDER BY d.id DESC
+LIMIT :limit;
+
+-- name: count_search
+SELECT count(*) FROM (
+    SELECT 1 FROM deliveries d
+    WHERE {include:search_filters}
+    LIMIT :cap
+) AS c;
+
+-- name: search_failed_by_payload
+SELECT {include:delivery_columns}, {job_states} AS states
+FROM deliveries d
+WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
+  AND {include:by_payload}
+  AND {include:search_filters}
+  AND (d.id < :before OR :before IS NULL)
+ORDER BY d.id DESC
+LIMIT :limit;
+
+-- name: count_search_failed_by_payload
+SELECT count(*) FROM (
+    SELECT 1 FROM deliveries d
+    WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
+      AND {include:by_payload}
+      AND {include:search_filters}
+    LIMIT :cap
+) AS c;
+
+-- name: search_failed
+SELECT {include:delivery_columns}, {job_states} AS states
+FROM deliveries d
+WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
+  AND {include:search_filters}
+  AND (d.id < :before OR :before IS NULL)
+ORDER BY d.id DESC
+LIMIT :limit;
+
+-- name: count_search_failed
+SELECT count(*) FROM (
+    SELECT 1 FROM deliveries d
+    WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
+      AND {include:search_filters}
+    LIMIT :cap
+) AS c;
+
+-- name: search_processing_by_payload
+SELECT {include:delivery_columns}, {job_states} AS states
+FROM deliveries d
+WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
+  AND {include:by_payload}
+  AND {include:search_filters}
+  AND (d.id < :before OR :before IS NULL)
+ORDER BY d.id DESC
+LIMIT :limit;
+
+-- name: count_search_processing_by_payload
+SELECT count(*) FROM (
+    SELECT 1 FROM deliveries d
+    WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
+      AND {include:by_payload}
+      AND {include:search_filters}
+    LIMIT :cap
+) AS c;
+
+-- name: search_processing
+SELECT {include:delivery_columns}, {job_states} AS states
+FROM deliveries d
+WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
+  AND {include:search_filters}
+  AND (d.id < :before OR :before IS NULL)
+ORDER BY d.id DESC
+LIMIT :limit;
+
+-- name: count_search_processing
+SELECT count(*) FROM (
+    SELECT 1 FROM deliveries d
+    WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
+      AND {include:search_filters}
+    LIMIT :cap
+) AS c;

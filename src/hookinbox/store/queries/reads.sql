@@ -1,0 +1,146 @@
+-- The reads statements (hookinbox.store.reads); the format: hookinbox/store/statements.py.
+
+-- name: tables
+SELECT {table_exists:pause} AS pause, {table_exists:parked} AS parked, {table_exists:outbox} AS outbox;
+
+-- name: queue
+SELECT source, count(*) AS depth, max(CASE WHEN state = 'accepted' AND next_attempt_at <= {now} THEN {age:next_attempt_at} ELSE 0 END) AS lag
+FROM jobs
+WHERE state IN ('accepted', 'processing')
+GROUP BY source;
+
+-- name: dead
+SELECT source, count(*) AS n
+FROM jobs
+WHERE state = 'failed'
+GROUP BY source;
+
+-- name: paused
+SELECT source, {age:changed_at} AS seconds
+FROM source_state
+WHERE paused = TRUE;
+
+-- name: parked
+SELECT source, count(*) AS n
+FROM parked_events
+GROUP BY source;
+
+-- name: unsent
+SELECT coalesce(source, '_none') AS source, state = 'failed' AS failed, count(*) AS n
+FROM outbox
+WHERE state <> 'sent'
+GROUP BY 1, 2;
+
+-- name: per_minute
+SELECT source, {minute:first_seen_at} AS minute, count(*) AS n
+FROM deliveries
+WHERE id >= :floor
+GROUP BY 1, 2
+ORDER BY 2;
+
+-- name: failed_per_minute
+SELECT {minute:ended_at} AS minute, count(*) AS n
+FROM attempts
+WHERE id > (SELECT coalesce(max(id), 0) FROM attempts) - :scan
+  AND ended_at >= :since
+  AND outcome IN ('retry', 'failed', 'lease_expired')
+GROUP BY 1
+ORDER BY 1;
+
+-- name: reasons
+SELECT source, action, coalesce(last_error, '') AS reason, count(*) AS n
+FROM jobs
+WHERE state = 'failed'
+GROUP BY 1, 2, 3
+ORDER BY n DESC, reason;
+
+-- name: count_expired_leases
+SELECT count(*)
+FROM jobs
+WHERE state = 'processing'
+  AND lease_expires_at < {now};
+
+-- name: count_stale_accepted
+SELECT count(*)
+FROM jobs
+WHERE state = 'accepted'
+  AND created_at < {now} - {secs:age};
+
+-- name: count_failed_past_review
+SELECT count(*)
+FROM jobs
+WHERE state = 'failed'
+  AND failed_at < {now} - {secs:age};
+
+-- name: count_deliveries_without_jobs
+SELECT count(*)
+FROM deliveries d
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id);
+
+-- name: count_unrecorded_effects
+SELECT count(*)
+FROM effects e
+LEFT JOIN jobs j ON j.id = e.job_id
+WHERE e.state = 'started'
+  AND e.created_at < {now} - {secs:age}
+  AND (j.state IS NULL OR j.state <> 'processing');
+
+-- name: count_unreviewed_transitions
+SELECT count(*)
+FROM resource_transitions t
+JOIN resources r ON r.id = t.resource_id
+WHERE t.outcome = 'rejected'
+  AND t.reviewed_at IS NULL
+  AND t.created_at < {now} - {secs:age};
+
+-- name: sample_expired_leases
+SELECT id, delivery_id, source, 'leased by ' || coalesce(leased_by, '?') || ', attempt ' || attempts || '/' || max_attempts AS detail, lease_expires_at AS since
+FROM jobs
+WHERE state = 'processing'
+  AND lease_expires_at < {now}
+ORDER BY lease_expires_at
+LIMIT :limit;
+
+-- name: sample_stale_accepted
+SELECT id, delivery_id, source, coalesce(last_error, 'never ran') AS detail, created_at AS since
+FROM jobs
+WHERE state = 'accepted'
+  AND created_at < {now} - {secs:age}
+ORDER BY created_at
+LIMIT :limit;
+
+-- name: sample_failed_past_review
+SELECT id, delivery_id, source, coalesce(last_error, '') AS detail, failed_at AS since
+FROM jobs
+WHERE state = 'failed'
+  AND failed_at < {now} - {secs:age}
+ORDER BY failed_at
+LIMIT :limit;
+
+-- name: sample_deliveries_without_jobs
+SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail, min(d.first_seen_at) AS since, count(*) AS deliveries
+FROM deliveries d
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)
+GROUP BY d.source, d.event_type
+ORDER BY d.source, d.event_type
+LIMIT :limit;
+
+-- name: sample_unrecorded_effects
+SELECT e.key AS id, j.delivery_id, j.source, 'job ' || coalesce(e.job_id, '?') || ' is ' || coalesce(j.state, 'gone') AS detail, e.created_at AS since
+FROM effects e
+LEFT JOIN jobs j ON j.id = e.job_id
+WHERE e.state = 'started'
+  AND e.created_at < {now} - {secs:age}
+  AND (j.state IS NULL OR j.state <> 'processing')
+ORDER BY e.created_at
+LIMIT :limit;
+
+-- name: sample_unreviewed_transitions
+SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, r.kind AS source, t.resource_id || ' ' || coalesce(t.from_state, '?') || ' -> ' || coalesce(t.to_state, '?') || ' (' || coalesce(t.reason, '?') || ')' AS detail, t.created_at AS since
+FROM resource_transitions t
+JOIN resources r ON r.id = t.resource_id
+WHERE t.outcome = 'rejected'
+  AND t.reviewed_at IS NULL
+  AND t.created_at < {now} - {secs:age}
+ORDER BY t.id
+LIMIT :limit;

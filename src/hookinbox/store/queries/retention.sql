@@ -1,0 +1,67 @@
+-- Retention (hookinbox.store.retention): what may be purged, in bounded batches; the
+-- file format: hookinbox/store/statements.py.
+--
+-- deliveries.id is COLLATE "C" on PostgreSQL, the columns pointing at it are plain text:
+-- each lookup names the collation of the index it should walk (deliveries_pkey: "C";
+-- jobs_delivery_idx: "default"). Without it PostgreSQL hashes all of deliveries, payloads
+-- and jobs for every batch: 4 s per batch of 1,000 at 5 million rows, 0.2 s with it
+-- (docs/performance.md, "Cost growth").
+
+-- name: count_payloads
+-- A payload may go once every job of its delivery completed before the cutoff (a delivery
+-- no route matched has nothing to wait for). Failed and unfinished deliveries keep theirs:
+-- a dead-letter retry needs the body. The walk goes over payloads (oldest first) and
+-- looks each delivery up: the journal holds many more rows than payloads once a purge
+-- has run, and SQLite would otherwise scan the journal from its oldest row every batch.
+SELECT count(*)
+FROM payloads p
+WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id {collate:C}) < {now} - {secs:age}
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <> 'completed' OR j.completed_at >= {now} - {secs:age}));
+
+-- name: payload_batch
+-- The next batch of purgeable payloads (see count_payloads); PostgreSQL skips rows a worker holds.
+SELECT p.delivery_id AS id
+FROM payloads p
+WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id {collate:C}) < {now} - {secs:age}
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <> 'completed' OR j.completed_at >= {now} - {secs:age}))
+LIMIT :limit {skip_locked:p};
+
+-- name: drop_payloads
+DELETE
+FROM payloads
+WHERE delivery_id {in:ids};
+
+-- name: mark_purged
+UPDATE deliveries
+SET payload_purged_at = {now}
+WHERE id {in:ids};
+
+-- name: count_deliveries
+-- A journal row may go once it was last seen before the cutoff and all its jobs completed;
+-- the others as old are held.
+SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default} AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable, coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default} AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
+FROM deliveries d
+WHERE d.last_seen_at < {now} - {secs:age};
+
+-- name: delivery_batch
+SELECT d.id
+FROM deliveries d
+WHERE d.last_seen_at < {now} - {secs:age}
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default} AND j.state <> 'completed')
+LIMIT :limit {skip_locked:d};
+
+-- name: drop_effects
+DELETE
+FROM effects
+WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id {in:ids});
+
+-- name: drop_superseded
+DELETE
+FROM effects_superseded
+WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id {in:ids});
+
+-- name: drop_deliveries
+-- Jobs, attempts and the payload go with the journal row (ON DELETE CASCADE).
+DELETE
+FROM deliveries
+WHERE id {in:ids};
