@@ -7,7 +7,7 @@ reads -- and never a credential. A flood of forged requests cannot make it write
 bound: each source has a token bucket of ``per_minute`` writes in memory, checked before
 any store work; at most :data:`MAX_WRITES_IN_FLIGHT` writes run at once (the rest are
 dropped and counted); and the store keeps one row per (source, body) in a ring per
-source bounded in rows and bytes (:mod:`hookinbox.store.rejected`). The write never
+source bounded in rows and bytes (:mod:`hookinbox.store.rejected_deliveries`). The write never
 delays the 400: it runs after the answer, in the background.
 
 What is kept of the headers: the content type, the provider headers a delivery keeps

@@ -1,22 +1,23 @@
 """Stores: pick one by the database URL.
 
 Everything outside this package imports from here, never from a module inside it: the
-records the store exchanges, the :class:`Store` (one attribute per concept:
-``store.journal``, ``store.queue``, ``store.effects``, ``store.audit``,
-``store.sources``, ``store.resources``, ``store.outbox``, ``store.reads``,
-``store.retention``, ``store.rejected``) and :func:`open_store_for`. The layout is in docs/store.md.
+records the store exchanges, the :class:`Store` and :func:`open_store_for`. A Store has
+one attribute per concept: ``journal`` (deliveries), ``queue`` (jobs, leases, dead
+letters), ``effects`` (the ledger), ``audit`` and ``sources`` (operator actions, pauses),
+``resources`` and ``outbox`` (tracked resources and their notifications), ``reviews``
+(rejected transitions awaiting an operator), ``notices`` (what notifiers are told of,
+written to the outbox), ``destinations`` (a destination's bucket, slots and circuit),
+``rejected`` (refused deliveries kept for a retry), ``admin_sessions`` (admin sessions
+ended by a logout), ``reads`` (gauges and reconciliation queries) and ``retention``
+(purges). The layout, the SQL files and the golden test are in docs/store.md.
 """
 
 from __future__ import annotations
 
+from hookinbox.admission import Admission, DestinationLimits
 from hookinbox.store.core import Store
 from hookinbox.store.decisions import TransitionRules
-from hookinbox.store.destinations import (
-    Admission,
-    DestinationLimits,
-    DestinationState,
-    Release,
-)
+from hookinbox.store.destination_state import DestinationState, Release
 from hookinbox.store.notices import FactGroup, NewNotice
 from hookinbox.store.operator_records import (
     Anomalies,
@@ -47,7 +48,7 @@ from hookinbox.store.records import (
     SettleOutcome,
     iso,
 )
-from hookinbox.store.rejected import NewRejected, RejectedDelivery
+from hookinbox.store.rejected_deliveries import NewRejected, RejectedDelivery
 from hookinbox.store.resource_records import (
     OUTBOX_STATES,
     OUTCOMES,

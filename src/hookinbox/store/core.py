@@ -5,10 +5,11 @@ letters), ``store.effects`` (the ledger), ``store.audit`` and ``store.sources`` 
 actions, pause state), ``store.resources`` and ``store.outbox`` (tracked resources and
 their notifications), ``store.reads`` (gauges, counts, reconciliation queries),
 ``store.retention`` (purges), ``store.rejected`` (refused deliveries kept for a retry),
-``store.notices`` (notices of dead letters, pauses, rejections, written to the outbox),
-``store.reviews`` (rejected transitions awaiting review), ``store.admin_sessions`` (admin
-sessions ended by a logout).
-Each is written once over the driver the URL picks.
+``store.notices`` (notices of dead letters, pauses, rejections and circuits, written to
+the outbox), ``store.reviews`` (rejected transitions awaiting review),
+``store.admin_sessions`` (admin sessions ended by a logout), ``store.destinations``
+(token bucket, slots and circuit of each destination). Each is written once over the
+driver the URL picks; the journal and the queue also share the dialect's hot path.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from hookinbox.errors import StoreNotFound
 from hookinbox.store.admin_sessions import AdminSessions
 from hookinbox.store.audit import Audit
-from hookinbox.store.destinations import Destinations
+from hookinbox.store.destination_state import Destinations
 from hookinbox.store.dialect import POSTGRES
 from hookinbox.store.driver import Driver
 from hookinbox.store.effects import Effects
@@ -28,12 +29,12 @@ from hookinbox.store.outbox import Outbox
 from hookinbox.store.queue import Queue
 from hookinbox.store.reads import Reads
 from hookinbox.store.receipts import ReceiptCounts
-from hookinbox.store.rejected import Rejected
-from hookinbox.store.resources import Resources
+from hookinbox.store.rejected_deliveries import RejectedDeliveries
 from hookinbox.store.retention import Retention
 from hookinbox.store.reviews import Reviews
 from hookinbox.store.sources import Sources
 from hookinbox.store.statements import load_statements
+from hookinbox.store.tracked_resources import TrackedResources
 
 _TABLES = ("deliveries", "jobs", "payloads", "effects", "attempts")
 _SQL = load_statements("core")
@@ -52,12 +53,12 @@ class Store:
         self.effects = Effects(driver)
         self.audit = Audit(driver)
         self.sources = Sources(driver)
-        self.resources = Resources(driver)
+        self.resources = TrackedResources(driver)
         self.outbox = Outbox(driver)
         self.reads = Reads(driver)
         self.receipts = ReceiptCounts(driver)
         self.retention = Retention(driver)
-        self.rejected = Rejected(driver)
+        self.rejected = RejectedDeliveries(driver)
         self.notices = Notices(driver)
         self.reviews = Reviews(driver)
         self.admin_sessions = AdminSessions(driver)

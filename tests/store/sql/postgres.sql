@@ -33,31 +33,31 @@ LIMIT $2;
 -- name: core.count_rows
 SELECT (SELECT count(*) FROM deliveries) AS deliveries, (SELECT count(*) FROM jobs) AS jobs, (SELECT count(*) FROM payloads) AS payloads, (SELECT count(*) FROM effects) AS effects, (SELECT count(*) FROM attempts) AS attempts;
 
--- name: destinations.circuit
+-- name: destination_state.circuit
 -- params: $1 name
 SELECT failures, CAST(opened_at IS NOT NULL AS INTEGER) AS open, set_config('synchronous_commit', 'off', true) AS soft
 FROM destinations
 WHERE name = $1 FOR UPDATE;
 
--- name: destinations.drop_slot
+-- name: destination_state.drop_slot
 -- params: $1 job, $2 token, $3 name
 DELETE FROM destination_slots
 WHERE (job_id = $1 AND lease_token = $2)
   OR (destination = $3 AND expires_at <= now());
 
--- name: destinations.ensure
+-- name: destination_state.ensure
 -- params: $1 name, $2 burst
 INSERT INTO destinations (name, tokens, refilled_at, updated_at)
 VALUES ($1, $2, now(), now())
 ON CONFLICT (name) DO NOTHING;
 
--- name: destinations.failed
+-- name: destination_state.failed
 -- params: $1 opens, $2 newly, $3 name
 UPDATE destinations
 SET failures = failures + 1, updated_at = now(), opened_at = CASE WHEN $1 = 1 THEN now() ELSE opened_at END, last_opened_at = CASE WHEN $1 = 1 THEN now() ELSE last_opened_at END, openings = openings + $2, probe_until = CASE WHEN $1 = 1 THEN NULL ELSE probe_until END
 WHERE name = $3;
 
--- name: destinations.in_flight
+-- name: destination_state.in_flight
 -- params: $1 name, $2 job, $3 token
 SELECT count(*)
 FROM destination_slots
@@ -65,34 +65,34 @@ WHERE destination = $1
   AND expires_at > now()
   AND NOT (job_id = $2 AND lease_token = $3);
 
--- name: destinations.lock
+-- name: destination_state.lock
 -- params: $1 name
 SELECT tokens, extract(epoch FROM now() - refilled_at) AS since_refill, failures, extract(epoch FROM now() - opened_at) AS open_for, CAST(coalesce(probe_until > now(), FALSE) AS INTEGER) AS probing, set_config('synchronous_commit', 'off', true) AS soft
 FROM destinations
 WHERE name = $1 FOR UPDATE;
 
--- name: destinations.slot
+-- name: destination_state.slot
 -- params: $1 job, $2 token, $3 name, $4 slot
 INSERT INTO destination_slots (job_id, lease_token, destination, expires_at)
 VALUES ($1, $2, $3, now() + make_interval(secs => $4))
 ON CONFLICT (job_id, lease_token) DO UPDATE
 SET destination = $3, expires_at = now() + make_interval(secs => $4);
 
--- name: destinations.soft
+-- name: destination_state.soft
 SELECT set_config('synchronous_commit', 'off', true);
 
--- name: destinations.states
+-- name: destination_state.states
 SELECT d.name, d.tokens, extract(epoch FROM now() - d.refilled_at) AS since_refill, d.failures, extract(epoch FROM now() - d.opened_at) AS open_for, d.opened_at, d.last_opened_at, d.openings, (SELECT count(*) FROM destination_slots s WHERE s.destination = d.name AND s.expires_at > now()) AS in_flight
 FROM destinations d
 ORDER BY d.name;
 
--- name: destinations.succeeded
+-- name: destination_state.succeeded
 -- params: $1 name
 UPDATE destinations
 SET failures = 0, opened_at = NULL, probe_until = NULL, updated_at = now()
 WHERE name = $1;
 
--- name: destinations.take
+-- name: destination_state.take
 -- params: $1 tokens, $2 probe, $3 slot, $4 name
 UPDATE destinations
 SET tokens = $1, refilled_at = now(), updated_at = now(), probe_until = CASE WHEN $2 = 1 THEN now() + make_interval(secs => $3) ELSE probe_until END
@@ -1525,19 +1525,19 @@ FROM receipt_counts
 WHERE minute >= $1
 ORDER BY minute, source, outcome;
 
--- name: rejected.count_old
+-- name: rejected_deliveries.count_old
 -- params: $1 age
 SELECT count(*)
 FROM rejected_deliveries
 WHERE last_seen_at < now() - make_interval(secs => $1);
 
--- name: rejected.get
+-- name: rejected_deliveries.get
 -- params: $1 id
 SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers, first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id, body
 FROM rejected_deliveries
 WHERE id = $1;
 
--- name: rejected.keep
+-- name: rejected_deliveries.keep
 -- params: $1 id, $2 source, $3 reason, $4 sha, $5 body, $6 body_bytes, $7 stored, $8 headers
 INSERT INTO rejected_deliveries (id, source, reason, body_sha256, body, body_bytes, stored_bytes, headers, first_seen_at, last_seen_at, seen)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), now(), 1)
@@ -1545,7 +1545,7 @@ ON CONFLICT (source, body_sha256) DO UPDATE
 SET reason = excluded.reason, headers = excluded.headers, stored_bytes = excluded.stored_bytes, body = coalesce(rejected_deliveries.body, excluded.body), last_seen_at = excluded.last_seen_at, seen = rejected_deliveries.seen + 1, retried_at = NULL, retry_outcome = NULL, retry_delivery_id = NULL
 RETURNING id;
 
--- name: rejected.list
+-- name: rejected_deliveries.list
 -- params: $1 source, $2 everything, $3 before, $4 limit
 SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers, first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id
 FROM rejected_deliveries
@@ -1555,151 +1555,31 @@ WHERE (source = $1 OR $1 IS NULL)
 ORDER BY id DESC
 LIMIT $4;
 
--- name: rejected.mark
+-- name: rejected_deliveries.mark
 -- params: $1 outcome, $2 delivery_id, $3 id
 UPDATE rejected_deliveries
 SET retried_at = now(), retry_outcome = $1, retry_delivery_id = $2
 WHERE id = $3;
 
--- name: rejected.purge
+-- name: rejected_deliveries.purge
 -- params: $1 age, $2 limit
 DELETE FROM rejected_deliveries
 WHERE id IN (SELECT id FROM rejected_deliveries WHERE last_seen_at < now() - make_interval(secs => $1) LIMIT $2);
 
--- name: rejected.ring_lock
+-- name: rejected_deliveries.ring_lock
 -- params: $1 ring
 SELECT pg_advisory_xact_lock(hashtext($1)) AS locked;
 
--- name: rejected.totals
+-- name: rejected_deliveries.totals
 SELECT source, reason, count(*) AS rows_kept, sum(seen) AS seen, CAST(sum(stored_bytes) AS BIGINT) AS stored_bytes
 FROM rejected_deliveries
 GROUP BY source, reason
 ORDER BY source, reason;
 
--- name: rejected.trim
+-- name: rejected_deliveries.trim
 -- params: $1 source, $2 max_rows, $3 max_bytes
 DELETE FROM rejected_deliveries
 WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER w AS n, CAST(sum(stored_bytes) OVER w AS BIGINT) AS total FROM rejected_deliveries WHERE source = $1 WINDOW w AS (ORDER BY last_seen_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) ranked WHERE n > $2 OR total > $3);
-
--- name: resources.attach
--- params: $1 ref, $2 id
-UPDATE resources
-SET provider_ref = $1, version = version + 1, updated_at = now()
-WHERE id = $2
-RETURNING *;
-
--- name: resources.counts
-SELECT outcome, reason, count(*) AS n
-FROM resource_transitions
-WHERE outcome IN ('applied', 'rejected')
-GROUP BY outcome, reason;
-
--- name: resources.create
--- params: $1 id, $2 kind, $3 tenant, $4 owner, $5 state, $6 ref
-INSERT INTO resources (id, kind, tenant, owner, state, provider_ref, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, now(), now())
-ON CONFLICT DO NOTHING
-RETURNING *;
-
--- name: resources.find
--- params: $1 kind, $2 ref
-SELECT *
-FROM resources
-WHERE kind = $1
-  AND provider_ref = $2;
-
--- name: resources.get
--- params: $1 id
-SELECT *
-FROM resources
-WHERE id = $1;
-
--- name: resources.get_for_update
--- params: $1 id
-SELECT *
-FROM resources
-WHERE id = $1 FOR UPDATE;
-
--- name: resources.lease_held
--- params: $1 id, $2 token
-SELECT 1
-FROM jobs
-WHERE id = $1
-  AND lease_token = $2
-  AND state = 'processing' FOR UPDATE;
-
--- name: resources.list
--- params: $1 kind, $2 tenant, $3 state, $4 before, $5 limit
-SELECT *
-FROM resources
-WHERE (kind = $1 OR $1 IS NULL)
-  AND (tenant = $2 OR $2 IS NULL)
-  AND (state = $3 OR $3 IS NULL)
-  AND (id < $4 OR $4 IS NULL)
-ORDER BY id DESC
-LIMIT $5;
-
--- name: resources.log_of_delivery
--- params: $1 id
-SELECT *
-FROM resource_transitions
-WHERE delivery_id = $1
-ORDER BY id;
-
--- name: resources.log_of_resource
--- params: $1 id
-SELECT *
-FROM resource_transitions
-WHERE resource_id = $1
-ORDER BY id;
-
--- name: resources.outbox_unsent
--- params: $1 age, $2 limit
-SELECT key, state
-FROM outbox
-WHERE state IN ('pending', 'sending')
-  AND created_at < now() - make_interval(secs => $1)
-ORDER BY created_at
-LIMIT $2;
-
--- name: resources.parked_past_deadline
--- params: $1 limit
-SELECT p.job_id
-FROM parked_events p
-JOIN jobs j ON j.id = p.job_id
-WHERE p.deadline < now()
-  AND j.state IN ('accepted', 'processing')
-ORDER BY p.deadline
-LIMIT $1;
-
--- name: resources.terminal_without_delivery
--- params: $1 kind, $2 state, $3 limit
-SELECT r.id
-FROM resources r
-WHERE r.kind = $1
-  AND r.state = $2
-  AND NOT EXISTS (SELECT 1 FROM resource_transitions t WHERE t.resource_id = r.id AND t.outcome = 'applied' AND t.to_state = r.state AND t.delivery_id IS NOT NULL)
-ORDER BY r.id
-LIMIT $3;
-
--- name: resources.transition_without_outbox
--- params: $1 kind, $2 state, $3 outbox_kind, $4 limit
-SELECT t.resource_id
-FROM resource_transitions t
-JOIN resources r ON r.id = t.resource_id
-WHERE r.kind = $1
-  AND t.outcome = 'applied'
-  AND t.to_state = $2
-  AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.key = $3 || ':' || t.resource_id)
-ORDER BY t.id
-LIMIT $4;
-
--- name: resources.wake_parked
--- params: $1 kind, $2 ref
-UPDATE jobs
-SET next_attempt_at = now(), updated_at = now()
-WHERE state = 'accepted'
-  AND id IN (SELECT job_id FROM parked_events WHERE kind = $1 AND provider_ref = $2);
 
 -- name: retention.count_deliveries
 -- params: $1 age
@@ -1805,6 +1685,126 @@ VALUES ($1, $2, $3, now(), $4)
 ON CONFLICT (source) DO UPDATE
 SET paused = excluded.paused, reason = excluded.reason, changed_at = excluded.changed_at, changed_by = excluded.changed_by
 RETURNING source, paused, reason, changed_at, changed_by;
+
+-- name: tracked_resources.attach
+-- params: $1 ref, $2 id
+UPDATE resources
+SET provider_ref = $1, version = version + 1, updated_at = now()
+WHERE id = $2
+RETURNING *;
+
+-- name: tracked_resources.counts
+SELECT outcome, reason, count(*) AS n
+FROM resource_transitions
+WHERE outcome IN ('applied', 'rejected')
+GROUP BY outcome, reason;
+
+-- name: tracked_resources.create
+-- params: $1 id, $2 kind, $3 tenant, $4 owner, $5 state, $6 ref
+INSERT INTO resources (id, kind, tenant, owner, state, provider_ref, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, now(), now())
+ON CONFLICT DO NOTHING
+RETURNING *;
+
+-- name: tracked_resources.find
+-- params: $1 kind, $2 ref
+SELECT *
+FROM resources
+WHERE kind = $1
+  AND provider_ref = $2;
+
+-- name: tracked_resources.get
+-- params: $1 id
+SELECT *
+FROM resources
+WHERE id = $1;
+
+-- name: tracked_resources.get_for_update
+-- params: $1 id
+SELECT *
+FROM resources
+WHERE id = $1 FOR UPDATE;
+
+-- name: tracked_resources.lease_held
+-- params: $1 id, $2 token
+SELECT 1
+FROM jobs
+WHERE id = $1
+  AND lease_token = $2
+  AND state = 'processing' FOR UPDATE;
+
+-- name: tracked_resources.list
+-- params: $1 kind, $2 tenant, $3 state, $4 before, $5 limit
+SELECT *
+FROM resources
+WHERE (kind = $1 OR $1 IS NULL)
+  AND (tenant = $2 OR $2 IS NULL)
+  AND (state = $3 OR $3 IS NULL)
+  AND (id < $4 OR $4 IS NULL)
+ORDER BY id DESC
+LIMIT $5;
+
+-- name: tracked_resources.log_of_delivery
+-- params: $1 id
+SELECT *
+FROM resource_transitions
+WHERE delivery_id = $1
+ORDER BY id;
+
+-- name: tracked_resources.log_of_resource
+-- params: $1 id
+SELECT *
+FROM resource_transitions
+WHERE resource_id = $1
+ORDER BY id;
+
+-- name: tracked_resources.outbox_unsent
+-- params: $1 age, $2 limit
+SELECT key, state
+FROM outbox
+WHERE state IN ('pending', 'sending')
+  AND created_at < now() - make_interval(secs => $1)
+ORDER BY created_at
+LIMIT $2;
+
+-- name: tracked_resources.parked_past_deadline
+-- params: $1 limit
+SELECT p.job_id
+FROM parked_events p
+JOIN jobs j ON j.id = p.job_id
+WHERE p.deadline < now()
+  AND j.state IN ('accepted', 'processing')
+ORDER BY p.deadline
+LIMIT $1;
+
+-- name: tracked_resources.terminal_without_delivery
+-- params: $1 kind, $2 state, $3 limit
+SELECT r.id
+FROM resources r
+WHERE r.kind = $1
+  AND r.state = $2
+  AND NOT EXISTS (SELECT 1 FROM resource_transitions t WHERE t.resource_id = r.id AND t.outcome = 'applied' AND t.to_state = r.state AND t.delivery_id IS NOT NULL)
+ORDER BY r.id
+LIMIT $3;
+
+-- name: tracked_resources.transition_without_outbox
+-- params: $1 kind, $2 state, $3 outbox_kind, $4 limit
+SELECT t.resource_id
+FROM resource_transitions t
+JOIN resources r ON r.id = t.resource_id
+WHERE r.kind = $1
+  AND t.outcome = 'applied'
+  AND t.to_state = $2
+  AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.key = $3 || ':' || t.resource_id)
+ORDER BY t.id
+LIMIT $4;
+
+-- name: tracked_resources.wake_parked
+-- params: $1 kind, $2 ref
+UPDATE jobs
+SET next_attempt_at = now(), updated_at = now()
+WHERE state = 'accepted'
+  AND id IN (SELECT job_id FROM parked_events WHERE kind = $1 AND provider_ref = $2);
 
 -- name: transitions.applied_before
 -- params: $1 resource_id, $2 delivery_id

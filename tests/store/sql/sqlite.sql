@@ -29,58 +29,58 @@ LIMIT :limit;
 -- name: core.count_rows
 SELECT (SELECT count(*) FROM deliveries) AS deliveries, (SELECT count(*) FROM jobs) AS jobs, (SELECT count(*) FROM payloads) AS payloads, (SELECT count(*) FROM effects) AS effects, (SELECT count(*) FROM attempts) AS attempts;
 
--- name: destinations.circuit
+-- name: destination_state.circuit
 SELECT failures, CAST(opened_at IS NOT NULL AS INTEGER) AS open, NULL AS soft
 FROM destinations
 WHERE name = :name ;
 
--- name: destinations.drop_slot
+-- name: destination_state.drop_slot
 DELETE FROM destination_slots
 WHERE (job_id = :job AND lease_token = :token)
   OR (destination = :name AND expires_at <= ((julianday('now') - 2440587.5) * 86400.0));
 
--- name: destinations.ensure
+-- name: destination_state.ensure
 INSERT INTO destinations (name, tokens, refilled_at, updated_at)
 VALUES (:name, :burst, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0))
 ON CONFLICT (name) DO NOTHING;
 
--- name: destinations.failed
+-- name: destination_state.failed
 UPDATE destinations
 SET failures = failures + 1, updated_at = ((julianday('now') - 2440587.5) * 86400.0), opened_at = CASE WHEN :opens = 1 THEN ((julianday('now') - 2440587.5) * 86400.0) ELSE opened_at END, last_opened_at = CASE WHEN :opens = 1 THEN ((julianday('now') - 2440587.5) * 86400.0) ELSE last_opened_at END, openings = openings + :newly, probe_until = CASE WHEN :opens = 1 THEN NULL ELSE probe_until END
 WHERE name = :name;
 
--- name: destinations.in_flight
+-- name: destination_state.in_flight
 SELECT count(*)
 FROM destination_slots
 WHERE destination = :name
   AND expires_at > ((julianday('now') - 2440587.5) * 86400.0)
   AND NOT (job_id = :job AND lease_token = :token);
 
--- name: destinations.lock
+-- name: destination_state.lock
 SELECT tokens, (((julianday('now') - 2440587.5) * 86400.0) - refilled_at) AS since_refill, failures, (((julianday('now') - 2440587.5) * 86400.0) - opened_at) AS open_for, CAST(coalesce(probe_until > ((julianday('now') - 2440587.5) * 86400.0), FALSE) AS INTEGER) AS probing, NULL AS soft
 FROM destinations
 WHERE name = :name ;
 
--- name: destinations.slot
+-- name: destination_state.slot
 INSERT INTO destination_slots (job_id, lease_token, destination, expires_at)
 VALUES (:job, :token, :name, ((julianday('now') - 2440587.5) * 86400.0) + :slot)
 ON CONFLICT (job_id, lease_token) DO UPDATE
 SET destination = :name, expires_at = ((julianday('now') - 2440587.5) * 86400.0) + :slot;
 
--- name: destinations.soft
+-- name: destination_state.soft
 SELECT NULL;
 
--- name: destinations.states
+-- name: destination_state.states
 SELECT d.name, d.tokens, (((julianday('now') - 2440587.5) * 86400.0) - d.refilled_at) AS since_refill, d.failures, (((julianday('now') - 2440587.5) * 86400.0) - d.opened_at) AS open_for, d.opened_at, d.last_opened_at, d.openings, (SELECT count(*) FROM destination_slots s WHERE s.destination = d.name AND s.expires_at > ((julianday('now') - 2440587.5) * 86400.0)) AS in_flight
 FROM destinations d
 ORDER BY d.name;
 
--- name: destinations.succeeded
+-- name: destination_state.succeeded
 UPDATE destinations
 SET failures = 0, opened_at = NULL, probe_until = NULL, updated_at = ((julianday('now') - 2440587.5) * 86400.0)
 WHERE name = :name;
 
--- name: destinations.take
+-- name: destination_state.take
 UPDATE destinations
 SET tokens = :tokens, refilled_at = ((julianday('now') - 2440587.5) * 86400.0), updated_at = ((julianday('now') - 2440587.5) * 86400.0), probe_until = CASE WHEN :probe = 1 THEN ((julianday('now') - 2440587.5) * 86400.0) + :slot ELSE probe_until END
 WHERE name = :name;
@@ -1180,24 +1180,24 @@ FROM receipt_counts
 WHERE minute >= :first
 ORDER BY minute, source, outcome;
 
--- name: rejected.count_old
+-- name: rejected_deliveries.count_old
 SELECT count(*)
 FROM rejected_deliveries
 WHERE last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age;
 
--- name: rejected.get
+-- name: rejected_deliveries.get
 SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers, first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id, body
 FROM rejected_deliveries
 WHERE id = :id;
 
--- name: rejected.keep
+-- name: rejected_deliveries.keep
 INSERT INTO rejected_deliveries (id, source, reason, body_sha256, body, body_bytes, stored_bytes, headers, first_seen_at, last_seen_at, seen)
 VALUES (:id, :source, :reason, :sha, :body, :body_bytes, :stored, :headers, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0), 1)
 ON CONFLICT (source, body_sha256) DO UPDATE
 SET reason = excluded.reason, headers = excluded.headers, stored_bytes = excluded.stored_bytes, body = coalesce(rejected_deliveries.body, excluded.body), last_seen_at = excluded.last_seen_at, seen = rejected_deliveries.seen + 1, retried_at = NULL, retry_outcome = NULL, retry_delivery_id = NULL
 RETURNING id;
 
--- name: rejected.list
+-- name: rejected_deliveries.list
 SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers, first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id
 FROM rejected_deliveries
 WHERE (source = :source OR :source IS NULL)
@@ -1206,133 +1206,27 @@ WHERE (source = :source OR :source IS NULL)
 ORDER BY id DESC
 LIMIT :limit;
 
--- name: rejected.mark
+-- name: rejected_deliveries.mark
 UPDATE rejected_deliveries
 SET retried_at = ((julianday('now') - 2440587.5) * 86400.0), retry_outcome = :outcome, retry_delivery_id = :delivery_id
 WHERE id = :id;
 
--- name: rejected.purge
+-- name: rejected_deliveries.purge
 DELETE FROM rejected_deliveries
 WHERE id IN (SELECT id FROM rejected_deliveries WHERE last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age LIMIT :limit);
 
--- name: rejected.ring_lock
+-- name: rejected_deliveries.ring_lock
 SELECT NULL AS locked;
 
--- name: rejected.totals
+-- name: rejected_deliveries.totals
 SELECT source, reason, count(*) AS rows_kept, sum(seen) AS seen, CAST(sum(stored_bytes) AS BIGINT) AS stored_bytes
 FROM rejected_deliveries
 GROUP BY source, reason
 ORDER BY source, reason;
 
--- name: rejected.trim
+-- name: rejected_deliveries.trim
 DELETE FROM rejected_deliveries
 WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER w AS n, CAST(sum(stored_bytes) OVER w AS BIGINT) AS total FROM rejected_deliveries WHERE source = :source WINDOW w AS (ORDER BY last_seen_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) ranked WHERE n > :max_rows OR total > :max_bytes);
-
--- name: resources.attach
-UPDATE resources
-SET provider_ref = :ref, version = version + 1, updated_at = ((julianday('now') - 2440587.5) * 86400.0)
-WHERE id = :id
-RETURNING *;
-
--- name: resources.counts
-SELECT outcome, reason, count(*) AS n
-FROM resource_transitions
-WHERE outcome IN ('applied', 'rejected')
-GROUP BY outcome, reason;
-
--- name: resources.create
-INSERT INTO resources (id, kind, tenant, owner, state, provider_ref, created_at, updated_at)
-VALUES (:id, :kind, :tenant, :owner, :state, :ref, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0))
-ON CONFLICT DO NOTHING
-RETURNING *;
-
--- name: resources.find
-SELECT *
-FROM resources
-WHERE kind = :kind
-  AND provider_ref = :ref;
-
--- name: resources.get
-SELECT *
-FROM resources
-WHERE id = :id;
-
--- name: resources.get_for_update
-SELECT *
-FROM resources
-WHERE id = :id ;
-
--- name: resources.lease_held
-SELECT 1
-FROM jobs
-WHERE id = :id
-  AND lease_token = :token
-  AND state = 'processing' ;
-
--- name: resources.list
-SELECT *
-FROM resources
-WHERE (kind = :kind OR :kind IS NULL)
-  AND (tenant = :tenant OR :tenant IS NULL)
-  AND (state = :state OR :state IS NULL)
-  AND (id < :before OR :before IS NULL)
-ORDER BY id DESC
-LIMIT :limit;
-
--- name: resources.log_of_delivery
-SELECT *
-FROM resource_transitions
-WHERE delivery_id = :id
-ORDER BY id;
-
--- name: resources.log_of_resource
-SELECT *
-FROM resource_transitions
-WHERE resource_id = :id
-ORDER BY id;
-
--- name: resources.outbox_unsent
-SELECT key, state
-FROM outbox
-WHERE state IN ('pending', 'sending')
-  AND created_at < ((julianday('now') - 2440587.5) * 86400.0) - :age
-ORDER BY created_at
-LIMIT :limit;
-
--- name: resources.parked_past_deadline
-SELECT p.job_id
-FROM parked_events p
-JOIN jobs j ON j.id = p.job_id
-WHERE p.deadline < ((julianday('now') - 2440587.5) * 86400.0)
-  AND j.state IN ('accepted', 'processing')
-ORDER BY p.deadline
-LIMIT :limit;
-
--- name: resources.terminal_without_delivery
-SELECT r.id
-FROM resources r
-WHERE r.kind = :kind
-  AND r.state = :state
-  AND NOT EXISTS (SELECT 1 FROM resource_transitions t WHERE t.resource_id = r.id AND t.outcome = 'applied' AND t.to_state = r.state AND t.delivery_id IS NOT NULL)
-ORDER BY r.id
-LIMIT :limit;
-
--- name: resources.transition_without_outbox
-SELECT t.resource_id
-FROM resource_transitions t
-JOIN resources r ON r.id = t.resource_id
-WHERE r.kind = :kind
-  AND t.outcome = 'applied'
-  AND t.to_state = :state
-  AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.key = :outbox_kind || ':' || t.resource_id)
-ORDER BY t.id
-LIMIT :limit;
-
--- name: resources.wake_parked
-UPDATE jobs
-SET next_attempt_at = ((julianday('now') - 2440587.5) * 86400.0), updated_at = ((julianday('now') - 2440587.5) * 86400.0)
-WHERE state = 'accepted'
-  AND id IN (SELECT job_id FROM parked_events WHERE kind = :kind AND provider_ref = :ref);
 
 -- name: retention.count_deliveries
 SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id  AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable, coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id  AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
@@ -1425,6 +1319,112 @@ VALUES (:source, :paused, :reason, ((julianday('now') - 2440587.5) * 86400.0), :
 ON CONFLICT (source) DO UPDATE
 SET paused = excluded.paused, reason = excluded.reason, changed_at = excluded.changed_at, changed_by = excluded.changed_by
 RETURNING source, paused, reason, changed_at, changed_by;
+
+-- name: tracked_resources.attach
+UPDATE resources
+SET provider_ref = :ref, version = version + 1, updated_at = ((julianday('now') - 2440587.5) * 86400.0)
+WHERE id = :id
+RETURNING *;
+
+-- name: tracked_resources.counts
+SELECT outcome, reason, count(*) AS n
+FROM resource_transitions
+WHERE outcome IN ('applied', 'rejected')
+GROUP BY outcome, reason;
+
+-- name: tracked_resources.create
+INSERT INTO resources (id, kind, tenant, owner, state, provider_ref, created_at, updated_at)
+VALUES (:id, :kind, :tenant, :owner, :state, :ref, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0))
+ON CONFLICT DO NOTHING
+RETURNING *;
+
+-- name: tracked_resources.find
+SELECT *
+FROM resources
+WHERE kind = :kind
+  AND provider_ref = :ref;
+
+-- name: tracked_resources.get
+SELECT *
+FROM resources
+WHERE id = :id;
+
+-- name: tracked_resources.get_for_update
+SELECT *
+FROM resources
+WHERE id = :id ;
+
+-- name: tracked_resources.lease_held
+SELECT 1
+FROM jobs
+WHERE id = :id
+  AND lease_token = :token
+  AND state = 'processing' ;
+
+-- name: tracked_resources.list
+SELECT *
+FROM resources
+WHERE (kind = :kind OR :kind IS NULL)
+  AND (tenant = :tenant OR :tenant IS NULL)
+  AND (state = :state OR :state IS NULL)
+  AND (id < :before OR :before IS NULL)
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: tracked_resources.log_of_delivery
+SELECT *
+FROM resource_transitions
+WHERE delivery_id = :id
+ORDER BY id;
+
+-- name: tracked_resources.log_of_resource
+SELECT *
+FROM resource_transitions
+WHERE resource_id = :id
+ORDER BY id;
+
+-- name: tracked_resources.outbox_unsent
+SELECT key, state
+FROM outbox
+WHERE state IN ('pending', 'sending')
+  AND created_at < ((julianday('now') - 2440587.5) * 86400.0) - :age
+ORDER BY created_at
+LIMIT :limit;
+
+-- name: tracked_resources.parked_past_deadline
+SELECT p.job_id
+FROM parked_events p
+JOIN jobs j ON j.id = p.job_id
+WHERE p.deadline < ((julianday('now') - 2440587.5) * 86400.0)
+  AND j.state IN ('accepted', 'processing')
+ORDER BY p.deadline
+LIMIT :limit;
+
+-- name: tracked_resources.terminal_without_delivery
+SELECT r.id
+FROM resources r
+WHERE r.kind = :kind
+  AND r.state = :state
+  AND NOT EXISTS (SELECT 1 FROM resource_transitions t WHERE t.resource_id = r.id AND t.outcome = 'applied' AND t.to_state = r.state AND t.delivery_id IS NOT NULL)
+ORDER BY r.id
+LIMIT :limit;
+
+-- name: tracked_resources.transition_without_outbox
+SELECT t.resource_id
+FROM resource_transitions t
+JOIN resources r ON r.id = t.resource_id
+WHERE r.kind = :kind
+  AND t.outcome = 'applied'
+  AND t.to_state = :state
+  AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.key = :outbox_kind || ':' || t.resource_id)
+ORDER BY t.id
+LIMIT :limit;
+
+-- name: tracked_resources.wake_parked
+UPDATE jobs
+SET next_attempt_at = ((julianday('now') - 2440587.5) * 86400.0), updated_at = ((julianday('now') - 2440587.5) * 86400.0)
+WHERE state = 'accepted'
+  AND id IN (SELECT job_id FROM parked_events WHERE kind = :kind AND provider_ref = :ref);
 
 -- name: transitions.applied_before
 SELECT outbox_key

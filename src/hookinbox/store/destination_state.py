@@ -18,40 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from hookinbox.codes import JobCode
+from hookinbox.admission import Admission, DestinationLimits, GateReading, admit_forward
 from hookinbox.store.sql import Tx, count, row, value
 from hookinbox.store.statements import load_statements
 
 if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
-
-
-@dataclass(frozen=True, slots=True)
-class DestinationLimits:
-    """What a destination allows (from ``[destinations.NAME]``); None: no such limit."""
-
-    rate_per_second: float | None
-    burst: float
-    max_in_flight: int | None
-    circuit_failures: int | None
-    circuit_cooldown: float
-    #: How long a slot (and a half-open probe) holds without a release: the forward's
-    #: timeout and a margin, after which a dead worker's slot is free again.
-    slot_seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class Admission:
-    """``admitted``, or held with ``code`` (``destination_rate``, ``destination_busy``,
-    ``circuit_open``) for about ``wait_seconds``; ``probe``: this job tests a half-open
-    circuit."""
-
-    admitted: bool
-    code: str | None = None
-    wait_seconds: float = 0.0
-    probe: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +53,7 @@ class DestinationState:
     openings: int
 
 
-_SQL = load_statements("destinations")
+_SQL = load_statements("destination_state")
 _ENSURE = _SQL["ensure"]
 #: Every transaction here starts with a statement holding ``{soft_commit}``: the state is
 #: soft (a lost slot or token after a PostgreSQL crash is harmless), so its commits do
@@ -100,48 +74,23 @@ _SUCCEEDED = _SQL["succeeded"]
 _FAILED = _SQL["failed"]
 _STATES = _SQL["states"]
 
-#: How long a job held by a full destination waits before it is claimed again.
-BUSY_WAIT_SECONDS = 0.2
-#: How long a job waits while another job probes a half-open circuit.
-PROBE_WAIT_SECONDS = 1.0
-
-
-def decide(limits: DestinationLimits, state: dict[str, Any]) -> tuple[Admission, float]:
-    """The admission of one job given the locked row: ``(answer, tokens left)``. Pure,
-    so the rules are read (and tested) in one place: circuit, then in-flight, then rate."""
-    tokens = float(state["tokens"])
-    if limits.rate_per_second is not None:
-        refill = float(state["since_refill"] or 0.0) * limits.rate_per_second
-        tokens = min(limits.burst, tokens + max(0.0, refill))
-    probe = False
-    open_for = state["open_for"]
-    if open_for is not None and limits.circuit_failures is not None:
-        left = limits.circuit_cooldown - float(open_for)
-        if left > 0:
-            return Admission(False, JobCode.CIRCUIT_OPEN, left), tokens
-        if state["probing"]:
-            return Admission(False, JobCode.CIRCUIT_OPEN, PROBE_WAIT_SECONDS), tokens
-        probe = True
-    if limits.max_in_flight is not None and int(state["in_flight"]) >= limits.max_in_flight:
-        return Admission(False, JobCode.DESTINATION_BUSY, BUSY_WAIT_SECONDS), tokens
-    if limits.rate_per_second is not None:
-        if tokens < 1.0:
-            wait = (1.0 - tokens) / limits.rate_per_second
-            return Admission(False, JobCode.DESTINATION_RATE, wait), tokens
-        tokens -= 1.0
-    return Admission(True, probe=probe), tokens
-
 
 def _admit(name: str, job_id: str, token: str, limits: DestinationLimits) -> Tx[Admission]:
     locked = yield row(_LOCK, name=name)
     if locked is None:  # the destination's first forward ever (a durable commit, once)
         yield count(_ENSURE, name=name, burst=float(limits.burst))
         locked = yield row(_LOCK, name=name)
-    state = dict(locked)
-    state["in_flight"] = 0
+    in_flight = 0
     if limits.max_in_flight is not None:
-        state["in_flight"] = int((yield value(_IN_FLIGHT, name=name, job=job_id, token=token)) or 0)
-    answer, tokens = decide(limits, state)
+        in_flight = int((yield value(_IN_FLIGHT, name=name, job=job_id, token=token)) or 0)
+    reading = GateReading(
+        tokens=float(locked["tokens"]),
+        since_refill=None if locked["since_refill"] is None else float(locked["since_refill"]),
+        open_for=None if locked["open_for"] is None else float(locked["open_for"]),
+        probing=bool(locked["probing"]),
+        in_flight=in_flight,
+    )
+    answer, tokens = admit_forward(limits, reading)
     if not answer.admitted:
         return answer
     slot = float(limits.slot_seconds)
@@ -182,7 +131,8 @@ class Destinations:
         self, name: str, job_id: str, lease_token: str, limits: DestinationLimits
     ) -> Admission:
         """Admit the forward of the job's lease ``lease_token`` to ``name`` now, or say
-        why and how long it waits."""
+        why and how long it waits: the rule (:func:`hookinbox.admission.admit_forward`)
+        judges the row locked here."""
         return await self._db.run(_admit(name, job_id, lease_token, limits))
 
     async def release(

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 _REF_TAKEN = "a resource of this kind already holds that provider reference"
 
-_SQL = load_statements("resources")
+_SQL = load_statements("tracked_resources")
 _CREATE = _SQL["create"]
 _GET = _SQL["get"]
 _GET_FOR_UPDATE = _SQL["get_for_update"]
@@ -147,7 +147,7 @@ def _findings(
     return found
 
 
-class Resources:
+class TrackedResources:
     def __init__(self, db: Driver) -> None:
         self._db = db
 

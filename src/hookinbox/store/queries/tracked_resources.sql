@@ -1,4 +1,4 @@
--- The resources statements (hookinbox.store.resources); the format: hookinbox/store/statements.py.
+-- Tracked resources and their transition log (hookinbox.store.tracked_resources); the file format: hookinbox/store/statements.py.
 
 -- name: create
 INSERT INTO resources (id, kind, tenant, owner, state, provider_ref, created_at, updated_at)

@@ -1,4 +1,4 @@
--- The rejected statements (hookinbox.store.rejected); the format: hookinbox/store/statements.py.
+-- Refused deliveries kept for a retry (hookinbox.store.rejected_deliveries); the file format: hookinbox/store/statements.py.
 
 -- name: keep
 INSERT INTO rejected_deliveries (id, source, reason, body_sha256, body, body_bytes, stored_bytes, headers, first_seen_at, last_seen_at, seen)

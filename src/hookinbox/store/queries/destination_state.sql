@@ -1,4 +1,4 @@
--- The destinations statements (hookinbox.store.destinations); the format: hookinbox/store/statements.py.
+-- Destinations: token bucket, slots in flight, circuit (hookinbox.store.destination_state); the file format: hookinbox/store/statements.py.
 
 -- name: ensure
 INSERT INTO destinations (name, tokens, refilled_at, updated_at)

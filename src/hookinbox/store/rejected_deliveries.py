@@ -90,7 +90,7 @@ class RejectedDelivery(Record):
         }
 
 
-_SQL = load_statements("rejected")
+_SQL = load_statements("rejected_deliveries")
 _KEEP = _SQL["keep"]
 # Writes of one source take turns (else two concurrent trims, each not seeing the other's
 # new row, could leave the ring one row over its bound).
@@ -124,7 +124,7 @@ def _keep(item: NewRejected, max_rows: int, max_bytes: int) -> Tx[str | None]:
     return str(kept["id"]) if kept is not None else None
 
 
-class Rejected:
+class RejectedDeliveries:
     def __init__(self, db: Driver) -> None:
         self._db = db
 
