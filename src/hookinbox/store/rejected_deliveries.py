@@ -23,9 +23,6 @@ from hookinbox.store.statements import load_statements
 if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
 
-#: Retry outcomes after which a rejected delivery is done with (listed only with --all).
-SETTLED = ("accepted", "duplicate")
-
 
 @dataclass(frozen=True, slots=True)
 class NewRejected:

@@ -185,10 +185,6 @@ class ResourceOutcome:
     #: The machine the event was for (set by the store; for metrics and logs).
     kind: str | None = None
 
-    @property
-    def completes_job(self) -> bool:
-        return self.outcome not in ("parked", "unknown_resource", "lease_lost")
-
 
 @dataclass(frozen=True, slots=True)
 class Finding:

@@ -23,7 +23,6 @@ _SQL = load_statements("reviews")
 _LIST = _SQL["list"]
 _GET = _SQL["get"]
 _RESOLVE = _SQL["resolve"]
-_UNREVIEWED = _SQL["unreviewed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +89,3 @@ class Reviews:
         """Mark a rejected transition reviewed; False when it is not a rejected line or
         was already reviewed (the first verdict stands)."""
         return bool(await self._db.count(_RESOLVE, id=transition_id, actor=actor, note=note))
-
-    async def count_unreviewed(self) -> int:
-        return int(await self._db.value(_UNREVIEWED))

@@ -1667,12 +1667,6 @@ WHERE id = $3
   AND outcome = 'rejected'
   AND reviewed_at IS NULL;
 
--- name: reviews.unreviewed
-SELECT count(*)
-FROM resource_transitions
-WHERE outcome = 'rejected'
-  AND reviewed_at IS NULL;
-
 -- name: sources.list
 SELECT source, paused, reason, changed_at, changed_by
 FROM source_state

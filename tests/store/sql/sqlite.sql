@@ -1302,12 +1302,6 @@ WHERE id = :id
   AND outcome = 'rejected'
   AND reviewed_at IS NULL;
 
--- name: reviews.unreviewed
-SELECT count(*)
-FROM resource_transitions
-WHERE outcome = 'rejected'
-  AND reviewed_at IS NULL;
-
 -- name: sources.list
 SELECT source, paused, reason, changed_at, changed_by
 FROM source_state

@@ -23,9 +23,3 @@ SET reviewed_at = {now}, reviewed_by = :actor, review_note = :note
 WHERE id = :id
   AND outcome = 'rejected'
   AND reviewed_at IS NULL;
-
--- name: unreviewed
-SELECT count(*)
-FROM resource_transitions
-WHERE outcome = 'rejected'
-  AND reviewed_at IS NULL;
