@@ -31,7 +31,9 @@ ORDER BY id
 LIMIT $2;
 
 -- name: core.count_rows
-SELECT (SELECT count(*) FROM deliveries) AS deliveries, (SELECT count(*) FROM jobs) AS jobs, (SELECT count(*) FROM payloads) AS payloads, (SELECT count(*) FROM effects) AS effects, (SELECT count(*) FROM attempts) AS attempts;
+SELECT (SELECT count(*) FROM deliveries) AS deliveries, (SELECT count(*) FROM jobs) AS jobs,
+    (SELECT count(*) FROM payloads) AS payloads, (SELECT count(*) FROM effects) AS effects,
+    (SELECT count(*) FROM attempts) AS attempts;
 
 -- name: destination_state.circuit
 -- params: $1 name
@@ -54,7 +56,10 @@ ON CONFLICT (name) DO NOTHING;
 -- name: destination_state.failed
 -- params: $1 opens, $2 newly, $3 name
 UPDATE destinations
-SET failures = failures + 1, updated_at = now(), opened_at = CASE WHEN $1 = 1 THEN now() ELSE opened_at END, last_opened_at = CASE WHEN $1 = 1 THEN now() ELSE last_opened_at END, openings = openings + $2, probe_until = CASE WHEN $1 = 1 THEN NULL ELSE probe_until END
+SET failures = failures + 1, updated_at = now(), opened_at = CASE WHEN $1 = 1 THEN now()
+    ELSE opened_at END, last_opened_at = CASE WHEN $1 = 1 THEN now() ELSE last_opened_at END
+    , openings = openings + $2, probe_until = CASE WHEN $1 = 1 THEN NULL ELSE
+    probe_until END
 WHERE name = $3;
 
 -- name: destination_state.in_flight
@@ -67,7 +72,8 @@ WHERE destination = $1
 
 -- name: destination_state.lock
 -- params: $1 name
-SELECT tokens, extract(epoch FROM now() - refilled_at) AS since_refill, failures, extract(epoch FROM now() - opened_at) AS open_for, CAST(coalesce(probe_until > now(), FALSE) AS INTEGER) AS probing, set_config('synchronous_commit', 'off', true) AS soft
+SELECT tokens, extract(epoch FROM now() - refilled_at) AS since_refill, failures, extract(epoch FROM now() - opened_at) AS open_for,
+    CAST(coalesce(probe_until > now(), FALSE) AS INTEGER) AS probing, set_config('synchronous_commit', 'off', true) AS soft
 FROM destinations
 WHERE name = $1 FOR UPDATE;
 
@@ -82,7 +88,9 @@ SET destination = $3, expires_at = now() + make_interval(secs => $4);
 SELECT set_config('synchronous_commit', 'off', true);
 
 -- name: destination_state.states
-SELECT d.name, d.tokens, extract(epoch FROM now() - d.refilled_at) AS since_refill, d.failures, extract(epoch FROM now() - d.opened_at) AS open_for, d.opened_at, d.last_opened_at, d.openings, (SELECT count(*) FROM destination_slots s WHERE s.destination = d.name AND s.expires_at > now()) AS in_flight
+SELECT d.name, d.tokens, extract(epoch FROM now() - d.refilled_at) AS since_refill, d.failures, extract(epoch FROM now() - d.opened_at) AS
+    open_for, d.opened_at, d.last_opened_at, d.openings, (SELECT count(*) FROM destination_slots
+    s WHERE s.destination = d.name AND s.expires_at > now()) AS in_flight
 FROM destinations d
 ORDER BY d.name;
 
@@ -95,7 +103,8 @@ WHERE name = $1;
 -- name: destination_state.take
 -- params: $1 tokens, $2 probe, $3 slot, $4 name
 UPDATE destinations
-SET tokens = $1, refilled_at = now(), updated_at = now(), probe_until = CASE WHEN $2 = 1 THEN now() + make_interval(secs => $3) ELSE probe_until END
+SET tokens = $1, refilled_at = now(), updated_at = now(), probe_until = CASE WHEN $2 =
+    1 THEN now() + make_interval(secs => $3) ELSE probe_until END
 WHERE name = $4;
 
 -- name: effects.drop
@@ -142,7 +151,9 @@ WHERE key = $1
 
 -- name: effects.set_aside
 -- params: $1 actor, $2 ids
-INSERT INTO effects_superseded (key, state, job_id, result, created_at, recorded_at, superseded_at, superseded_by) SELECT key, state, job_id, result, created_at, recorded_at, now(), $1
+INSERT INTO effects_superseded (key, state, job_id, result, created_at, recorded_at,
+    superseded_at, superseded_by) SELECT key, state, job_id, result, created_at, recorded_at,
+    now(), $1
 FROM effects
 WHERE job_id = ANY($2);
 
@@ -1141,7 +1152,8 @@ SELECT body, headers FROM payloads WHERE delivery_id = $1;
 
 -- name: notices.circuits
 -- params: $1 lookback, $2 limit
-SELECT '' AS source, name AS subject, 'consecutive_failures' AS reason, (extract(epoch FROM date_trunc('minute', last_opened_at)) / 60)::bigint AS minute, 1 AS n, NULL AS actor
+SELECT '' AS source, name AS subject, 'consecutive_failures' AS reason, (extract(epoch FROM date_trunc('minute', last_opened_at)) / 60)::bigint
+    AS minute, 1 AS n, NULL AS actor
 FROM destinations
 WHERE last_opened_at > now() - make_interval(secs => $1)
 ORDER BY minute
@@ -1149,7 +1161,8 @@ LIMIT $2;
 
 -- name: notices.dead_letters
 -- params: $1 lookback, $2 limit
-SELECT source, action AS subject, coalesce(last_error, '') AS reason, (extract(epoch FROM date_trunc('minute', failed_at)) / 60)::bigint AS minute, count(*) AS n, NULL AS actor
+SELECT source, action AS subject, coalesce(last_error, '') AS reason, (extract(epoch FROM date_trunc('minute', failed_at)) / 60)::bigint AS
+    minute, count(*) AS n, NULL AS actor
 FROM jobs
 WHERE state = 'failed'
   AND failed_at > now() - make_interval(secs => $1)
@@ -1171,7 +1184,8 @@ ON CONFLICT (key) DO NOTHING;
 
 -- name: notices.pauses
 -- params: $1 lookback, $2 limit
-SELECT source, 'paused' AS subject, 'operator' AS reason, (extract(epoch FROM date_trunc('minute', at)) / 60)::bigint AS minute, count(*) AS n, max(actor) AS actor
+SELECT source, 'paused' AS subject, 'operator' AS reason, (extract(epoch FROM date_trunc('minute', at)) / 60)::bigint AS minute, count(*) AS n,
+    max(actor) AS actor
 FROM operator_actions
 WHERE command = 'pause'
   AND source IS NOT NULL
@@ -1182,7 +1196,8 @@ LIMIT $2;
 
 -- name: notices.rejected
 -- params: $1 lookback, $2 limit
-SELECT source, 'rejected' AS subject, reason, (extract(epoch FROM date_trunc('minute', last_seen_at)) / 60)::bigint AS minute, CAST(sum(seen) AS BIGINT) AS n, NULL AS actor
+SELECT source, 'rejected' AS subject, reason, (extract(epoch FROM date_trunc('minute', last_seen_at)) / 60)::bigint AS minute, CAST(sum(seen) AS
+    BIGINT) AS n, NULL AS actor
 FROM rejected_deliveries
 WHERE last_seen_at > now() - make_interval(secs => $1)
 GROUP BY source, reason, (extract(epoch FROM date_trunc('minute', last_seen_at)) / 60)::bigint
@@ -1199,14 +1214,18 @@ WHERE kind = $1
 -- name: outbox.claim
 -- params: $1 token, $2 worker, $3 lease, $4 max, $5 only_notices, $6 limit
 UPDATE outbox
-SET state = 'sending', attempts = attempts + 1, lease_token = $1, leased_by = $2, lease_expires_at = now() + make_interval(secs => $3), updated_at = now()
-WHERE key IN (SELECT key FROM outbox WHERE ((state = 'pending' AND next_attempt_at <= now()) OR (state = 'sending' AND lease_expires_at < now() AND attempts < $4)) AND ($5 = FALSE OR kind LIKE 'notify:%') ORDER BY next_attempt_at LIMIT $6 FOR UPDATE SKIP LOCKED)
+SET state = 'sending', attempts = attempts + 1, lease_token = $1, leased_by = $2,
+    lease_expires_at = now() + make_interval(secs => $3), updated_at = now()
+WHERE key IN (SELECT key FROM outbox WHERE ((state = 'pending' AND next_attempt_at <= now()) OR
+    (state = 'sending' AND lease_expires_at < now() AND attempts < $4)) AND ($5 =
+    FALSE OR kind LIKE 'notify:%') ORDER BY next_attempt_at LIMIT $6 FOR UPDATE SKIP LOCKED)
 RETURNING key, kind, resource_id, body, attempts;
 
 -- name: outbox.exhausted
 -- params: $1 error, $2 max
 UPDATE outbox
-SET state = 'failed', last_error = $1, failed_at = now(), lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = now()
+SET state = 'failed', last_error = $1, failed_at = now(), lease_token = NULL, leased_by =
+    NULL, lease_expires_at = NULL, updated_at = now()
 WHERE state = 'sending'
   AND lease_expires_at < now()
   AND attempts >= $2;
@@ -1214,7 +1233,10 @@ WHERE state = 'sending'
 -- name: outbox.finish
 -- params: $1 state, $2 error, $3 delay, $4 key, $5 token
 UPDATE outbox
-SET state = $1, last_error = coalesce($2, last_error), next_attempt_at = now() + make_interval(secs => $3), sent_at = CASE WHEN $1 = 'sent' THEN now() ELSE sent_at END, failed_at = CASE WHEN $1 = 'failed' THEN now() ELSE failed_at END, lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = now()
+SET state = $1, last_error = coalesce($2, last_error), next_attempt_at = now() +
+    make_interval(secs => $3), sent_at = CASE WHEN $1 = 'sent' THEN now() ELSE sent_at END, failed_at =
+    CASE WHEN $1 = 'failed' THEN now() ELSE failed_at END, lease_token = NULL, leased_by =
+    NULL, lease_expires_at = NULL, updated_at = now()
 WHERE key = $4
   AND lease_token = $5
   AND state = 'sending';
@@ -1257,8 +1279,13 @@ WHERE key = $1 FOR UPDATE;
 
 -- name: queue.attempts
 -- params: $1 id
-SELECT number, trigger, worker, started_at, ended_at, outcome, error_code, target, http_status, response_snippet, duration_ms, next_attempt_at
-FROM ( SELECT 0 AS running, id AS seq, number, trigger, worker, started_at, ended_at, outcome, error_code, target, http_status, response_snippet, duration_ms, next_attempt_at FROM attempts WHERE job_id = $1 UNION ALL SELECT 1, 0, attempts, trigger, leased_by, leased_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM jobs WHERE id = $1 AND state = 'processing') AS history
+SELECT number, trigger, worker, started_at, ended_at, outcome, error_code, target, http_status,
+    response_snippet, duration_ms, next_attempt_at
+FROM ( SELECT 0 AS running, id AS seq, number, trigger, worker, started_at, ended_at, outcome,
+    error_code, target, http_status, response_snippet, duration_ms, next_attempt_at FROM
+    attempts WHERE job_id = $1 UNION ALL SELECT 1, 0, attempts, trigger, leased_by, leased_at,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM jobs WHERE id = $1 AND state =
+    'processing') AS history
 ORDER BY running, seq;
 
 -- name: queue.count_dead
@@ -1274,7 +1301,11 @@ WHERE j.state = 'failed'
 
 -- name: queue.dead_letters_newest_failure
 -- params: $1 source, $2 action, $3 reason, $4 since, $5 until, $6 before, $7 limit
-SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts, j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at, j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,
+    j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
+    payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
+    j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -1289,7 +1320,11 @@ LIMIT $7;
 
 -- name: queue.dead_letters_newest_job
 -- params: $1 source, $2 action, $3 reason, $4 since, $5 until, $6 before, $7 limit
-SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts, j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at, j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,
+    j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
+    payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
+    j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -1304,7 +1339,11 @@ LIMIT $7;
 
 -- name: queue.dead_letters_oldest_failure
 -- params: $1 source, $2 action, $3 reason, $4 since, $5 until, $6 before, $7 limit
-SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts, j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at, j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,
+    j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
+    payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
+    j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -1319,7 +1358,11 @@ LIMIT $7;
 
 -- name: queue.get_job
 -- params: $1 id
-SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts, j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at, j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,
+    j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
+    payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
+    j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.id = $1;
@@ -1336,7 +1379,9 @@ RETURNING id;
 -- name: queue.requeue
 -- params: $1 more, $2 trigger, $3 ids, $4 states
 UPDATE jobs
-SET state = 'accepted', max_attempts = attempts + $1, next_attempt_at = now(), trigger = $2, last_error = NULL, completed_at = NULL, failed_at = NULL, lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = now()
+SET state = 'accepted', max_attempts = attempts + $1, next_attempt_at = now(), trigger =
+    $2, last_error = NULL, completed_at = NULL, failed_at = NULL, lease_token = NULL,
+    leased_by = NULL, lease_expires_at = NULL, updated_at = now()
 WHERE id = ANY($3)
   AND state = ANY($4)
 RETURNING id, source, delivery_id;
@@ -1427,7 +1472,8 @@ GROUP BY 1, 2
 ORDER BY 2;
 
 -- name: reads.queue
-SELECT source, count(*) AS depth, max(CASE WHEN state = 'accepted' AND next_attempt_at <= now() THEN extract(epoch FROM now() - next_attempt_at) ELSE 0 END) AS lag
+SELECT source, count(*) AS depth, max(CASE WHEN state = 'accepted' AND next_attempt_at <= now()
+    THEN extract(epoch FROM now() - next_attempt_at) ELSE 0 END) AS lag
 FROM jobs
 WHERE state IN ('accepted', 'processing')
 GROUP BY source;
@@ -1441,7 +1487,8 @@ ORDER BY n DESC, reason;
 
 -- name: reads.sample_deliveries_without_jobs
 -- params: $1 limit
-SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail, min(d.first_seen_at) AS since, count(*) AS deliveries
+SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail,
+    min(d.first_seen_at) AS since, count(*) AS deliveries
 FROM deliveries d
 WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)
 GROUP BY d.source, d.event_type
@@ -1450,7 +1497,8 @@ LIMIT $1;
 
 -- name: reads.sample_expired_leases
 -- params: $1 limit
-SELECT id, delivery_id, source, 'leased by ' || coalesce(leased_by, '?') || ', attempt ' || attempts || '/' || max_attempts AS detail, lease_expires_at AS since
+SELECT id, delivery_id, source, 'leased by ' || coalesce(leased_by, '?') || ', attempt ' ||
+    attempts || '/' || max_attempts AS detail, lease_expires_at AS since
 FROM jobs
 WHERE state = 'processing'
   AND lease_expires_at < now()
@@ -1477,7 +1525,8 @@ LIMIT $2;
 
 -- name: reads.sample_unrecorded_effects
 -- params: $1 age, $2 limit
-SELECT e.key AS id, j.delivery_id, j.source, 'job ' || coalesce(e.job_id, '?') || ' is ' || coalesce(j.state, 'gone') AS detail, e.created_at AS since
+SELECT e.key AS id, j.delivery_id, j.source, 'job ' || coalesce(e.job_id, '?') || ' is ' ||
+    coalesce(j.state, 'gone') AS detail, e.created_at AS since
 FROM effects e
 LEFT JOIN jobs j ON j.id = e.job_id
 WHERE e.state = 'started'
@@ -1488,7 +1537,9 @@ LIMIT $2;
 
 -- name: reads.sample_unreviewed_transitions
 -- params: $1 age, $2 limit
-SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, r.kind AS source, t.resource_id || ' ' || coalesce(t.from_state, '?') || ' -> ' || coalesce(t.to_state, '?') || ' (' || coalesce(t.reason, '?') || ')' AS detail, t.created_at AS since
+SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, r.kind AS source, t.resource_id
+    || ' ' || coalesce(t.from_state, '?') || ' -> ' || coalesce(t.to_state, '?') || ' (' ||
+    coalesce(t.reason, '?') || ')' AS detail, t.created_at AS since
 FROM resource_transitions t
 JOIN resources r ON r.id = t.resource_id
 WHERE t.outcome = 'rejected'
@@ -1499,7 +1550,8 @@ LIMIT $2;
 
 -- name: reads.tables
 -- params: $1 pause, $2 parked, $3 outbox
-SELECT to_regclass($1) IS NOT NULL AS pause, to_regclass($2) IS NOT NULL AS parked, to_regclass($3) IS NOT NULL AS outbox;
+SELECT to_regclass($1) IS NOT NULL AS pause, to_regclass($2) IS NOT NULL AS parked, to_regclass($3) IS NOT NULL AS
+    outbox;
 
 -- name: reads.unsent
 SELECT coalesce(source, '_none') AS source, state = 'failed' AS failed, count(*) AS n
@@ -1533,21 +1585,27 @@ WHERE last_seen_at < now() - make_interval(secs => $1);
 
 -- name: rejected_deliveries.get
 -- params: $1 id
-SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers, first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id, body
+SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers,
+    first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id, body
 FROM rejected_deliveries
 WHERE id = $1;
 
 -- name: rejected_deliveries.keep
 -- params: $1 id, $2 source, $3 reason, $4 sha, $5 body, $6 body_bytes, $7 stored, $8 headers
-INSERT INTO rejected_deliveries (id, source, reason, body_sha256, body, body_bytes, stored_bytes, headers, first_seen_at, last_seen_at, seen)
+INSERT INTO rejected_deliveries (id, source, reason, body_sha256, body, body_bytes, stored_bytes
+    , headers, first_seen_at, last_seen_at, seen)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), now(), 1)
 ON CONFLICT (source, body_sha256) DO UPDATE
-SET reason = excluded.reason, headers = excluded.headers, stored_bytes = excluded.stored_bytes, body = coalesce(rejected_deliveries.body, excluded.body), last_seen_at = excluded.last_seen_at, seen = rejected_deliveries.seen + 1, retried_at = NULL, retry_outcome = NULL, retry_delivery_id = NULL
+SET reason = excluded.reason, headers = excluded.headers, stored_bytes = excluded.stored_bytes,
+    body = coalesce(rejected_deliveries.body, excluded.body), last_seen_at =
+    excluded.last_seen_at, seen = rejected_deliveries.seen + 1, retried_at = NULL, retry_outcome
+    = NULL, retry_delivery_id = NULL
 RETURNING id;
 
 -- name: rejected_deliveries.list
 -- params: $1 source, $2 everything, $3 before, $4 limit
-SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers, first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id
+SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers,
+    first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id
 FROM rejected_deliveries
 WHERE (source = $1 OR $1 IS NULL)
   AND ($2 OR retry_outcome IS NULL OR retry_outcome NOT IN ('accepted', 'duplicate'))
@@ -1564,14 +1622,16 @@ WHERE id = $3;
 -- name: rejected_deliveries.purge
 -- params: $1 age, $2 limit
 DELETE FROM rejected_deliveries
-WHERE id IN (SELECT id FROM rejected_deliveries WHERE last_seen_at < now() - make_interval(secs => $1) LIMIT $2);
+WHERE id IN (SELECT id FROM rejected_deliveries WHERE last_seen_at < now() - make_interval(secs => $1) LIMIT
+    $2);
 
 -- name: rejected_deliveries.ring_lock
 -- params: $1 ring
 SELECT pg_advisory_xact_lock(hashtext($1)) AS locked;
 
 -- name: rejected_deliveries.totals
-SELECT source, reason, count(*) AS rows_kept, sum(seen) AS seen, CAST(sum(stored_bytes) AS BIGINT) AS stored_bytes
+SELECT source, reason, count(*) AS rows_kept, sum(seen) AS seen, CAST(sum(stored_bytes) AS
+    BIGINT) AS stored_bytes
 FROM rejected_deliveries
 GROUP BY source, reason
 ORDER BY source, reason;
@@ -1579,11 +1639,17 @@ ORDER BY source, reason;
 -- name: rejected_deliveries.trim
 -- params: $1 source, $2 max_rows, $3 max_bytes
 DELETE FROM rejected_deliveries
-WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER w AS n, CAST(sum(stored_bytes) OVER w AS BIGINT) AS total FROM rejected_deliveries WHERE source = $1 WINDOW w AS (ORDER BY last_seen_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) ranked WHERE n > $2 OR total > $3);
+WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER w AS n, CAST(sum(stored_bytes) OVER w
+    AS BIGINT) AS total FROM rejected_deliveries WHERE source = $1 WINDOW w AS (ORDER BY
+    last_seen_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) ranked WHERE n
+    > $2 OR total > $3);
 
 -- name: retention.count_deliveries
 -- params: $1 age
-SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable, coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
+SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
+    COLLATE "default" AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable,
+    coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
+    COLLATE "default" AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
 FROM deliveries d
 WHERE d.last_seen_at < now() - make_interval(secs => $1);
 
@@ -1591,39 +1657,38 @@ WHERE d.last_seen_at < now() - make_interval(secs => $1);
 -- params: $1 age
 SELECT count(*)
 FROM payloads p
-WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now() - make_interval(secs => $1)
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <> 'completed' OR j.completed_at >= now() - make_interval(secs => $1)));
+WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
+    - make_interval(secs => $1)
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+      'completed' OR j.completed_at >= now() - make_interval(secs => $1)));
 
 -- name: retention.delivery_batch
 -- params: $1 age, $2 limit
 SELECT d.id
 FROM deliveries d
 WHERE d.last_seen_at < now() - make_interval(secs => $1)
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.state <> 'completed')
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.state
+      <> 'completed')
 LIMIT $2 FOR UPDATE OF d SKIP LOCKED;
 
 -- name: retention.drop_deliveries
 -- params: $1 ids
-DELETE
-FROM deliveries
+DELETE FROM deliveries
 WHERE id = ANY($1);
 
 -- name: retention.drop_effects
 -- params: $1 ids
-DELETE
-FROM effects
+DELETE FROM effects
 WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id = ANY($1));
 
 -- name: retention.drop_payloads
 -- params: $1 ids
-DELETE
-FROM payloads
+DELETE FROM payloads
 WHERE delivery_id = ANY($1);
 
 -- name: retention.drop_superseded
 -- params: $1 ids
-DELETE
-FROM effects_superseded
+DELETE FROM effects_superseded
 WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id = ANY($1));
 
 -- name: retention.mark_purged
@@ -1636,13 +1701,16 @@ WHERE id = ANY($1);
 -- params: $1 age, $2 limit
 SELECT p.delivery_id AS id
 FROM payloads p
-WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now() - make_interval(secs => $1)
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <> 'completed' OR j.completed_at >= now() - make_interval(secs => $1)))
+WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
+    - make_interval(secs => $1)
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+      'completed' OR j.completed_at >= now() - make_interval(secs => $1)))
 LIMIT $2 FOR UPDATE OF p SKIP LOCKED;
 
 -- name: reviews.get
 -- params: $1 id
-SELECT t.id, t.resource_id, r.kind, r.tenant, t.from_state, t.to_state, t.reason, t.delivery_id, t.job_id, t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
+SELECT t.id, t.resource_id, r.kind, r.tenant, t.from_state, t.to_state, t.reason, t.delivery_id,
+    t.job_id, t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
 FROM resource_transitions t
 JOIN resources r ON r.id = t.resource_id
 WHERE t.id = $1
@@ -1650,7 +1718,8 @@ WHERE t.id = $1
 
 -- name: reviews.list
 -- params: $1 resolved, $2 before, $3 limit
-SELECT t.id, t.resource_id, r.kind, r.tenant, t.from_state, t.to_state, t.reason, t.delivery_id, t.job_id, t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
+SELECT t.id, t.resource_id, r.kind, r.tenant, t.from_state, t.to_state, t.reason, t.delivery_id,
+    t.job_id, t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
 FROM resource_transitions t
 JOIN resources r ON r.id = t.resource_id
 WHERE t.outcome = 'rejected'
@@ -1677,7 +1746,8 @@ ORDER BY source;
 INSERT INTO source_state (source, paused, reason, changed_at, changed_by)
 VALUES ($1, $2, $3, now(), $4)
 ON CONFLICT (source) DO UPDATE
-SET paused = excluded.paused, reason = excluded.reason, changed_at = excluded.changed_at, changed_by = excluded.changed_by
+SET paused = excluded.paused, reason = excluded.reason, changed_at = excluded.changed_at,
+    changed_by = excluded.changed_by
 RETURNING source, paused, reason, changed_at, changed_by;
 
 -- name: tracked_resources.attach
@@ -1777,7 +1847,8 @@ SELECT r.id
 FROM resources r
 WHERE r.kind = $1
   AND r.state = $2
-  AND NOT EXISTS (SELECT 1 FROM resource_transitions t WHERE t.resource_id = r.id AND t.outcome = 'applied' AND t.to_state = r.state AND t.delivery_id IS NOT NULL)
+  AND NOT EXISTS (SELECT 1 FROM resource_transitions t WHERE t.resource_id = r.id AND t.outcome
+      = 'applied' AND t.to_state = r.state AND t.delivery_id IS NOT NULL)
 ORDER BY r.id
 LIMIT $3;
 
@@ -1832,8 +1903,10 @@ WHERE id = $1;
 
 -- name: transitions.log
 -- params: $1 resource_id, $2 from_state, $3 to_state, $4 outcome, $5 reason, $6 delivery_id, $7 job_id, $8 event_type, $9 event_time, $10 outbox_key
-INSERT INTO resource_transitions (resource_id, from_state, to_state, outcome, reason, delivery_id, job_id, event_type, event_time, outbox_key, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now());
+INSERT INTO resource_transitions (resource_id, from_state, to_state, outcome, reason,
+    delivery_id, job_id, event_type, event_time, outbox_key, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+    $8, $9, $10, now());
 
 -- name: transitions.move
 -- params: $1 state, $2 id, $3 version
@@ -1869,7 +1942,11 @@ VALUES ($1, 1, $2, $3, now(), now(), $4, $5);
 -- name: transitions.settle
 -- params: $1 state, $2 error, $3 business_id, $4 due, $5 extra, $6 id
 UPDATE jobs
-SET state = $1, last_error = $2, business_id = coalesce($3, business_id), next_attempt_at = coalesce($4, next_attempt_at), max_attempts = max_attempts + $5, completed_at = CASE WHEN $1 = 'completed' THEN now() ELSE completed_at END, failed_at = CASE WHEN $1 = 'failed' THEN now() ELSE failed_at END, lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = now()
+SET state = $1, last_error = $2, business_id = coalesce($3, business_id),
+    next_attempt_at = coalesce($4, next_attempt_at), max_attempts = max_attempts + $5,
+    completed_at = CASE WHEN $1 = 'completed' THEN now() ELSE completed_at END, failed_at =
+    CASE WHEN $1 = 'failed' THEN now() ELSE failed_at END, lease_token = NULL, leased_by =
+    NULL, lease_expires_at = NULL, updated_at = now()
 WHERE id = $6;
 
 -- name: transitions.unpark

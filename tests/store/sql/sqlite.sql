@@ -27,7 +27,9 @@ ORDER BY id
 LIMIT :limit;
 
 -- name: core.count_rows
-SELECT (SELECT count(*) FROM deliveries) AS deliveries, (SELECT count(*) FROM jobs) AS jobs, (SELECT count(*) FROM payloads) AS payloads, (SELECT count(*) FROM effects) AS effects, (SELECT count(*) FROM attempts) AS attempts;
+SELECT (SELECT count(*) FROM deliveries) AS deliveries, (SELECT count(*) FROM jobs) AS jobs,
+    (SELECT count(*) FROM payloads) AS payloads, (SELECT count(*) FROM effects) AS effects,
+    (SELECT count(*) FROM attempts) AS attempts;
 
 -- name: destination_state.circuit
 SELECT failures, CAST(opened_at IS NOT NULL AS INTEGER) AS open, NULL AS soft
@@ -46,7 +48,10 @@ ON CONFLICT (name) DO NOTHING;
 
 -- name: destination_state.failed
 UPDATE destinations
-SET failures = failures + 1, updated_at = ((julianday('now') - 2440587.5) * 86400.0), opened_at = CASE WHEN :opens = 1 THEN ((julianday('now') - 2440587.5) * 86400.0) ELSE opened_at END, last_opened_at = CASE WHEN :opens = 1 THEN ((julianday('now') - 2440587.5) * 86400.0) ELSE last_opened_at END, openings = openings + :newly, probe_until = CASE WHEN :opens = 1 THEN NULL ELSE probe_until END
+SET failures = failures + 1, updated_at = ((julianday('now') - 2440587.5) * 86400.0), opened_at = CASE WHEN :opens = 1 THEN ((julianday('now') - 2440587.5) * 86400.0)
+    ELSE opened_at END, last_opened_at = CASE WHEN :opens = 1 THEN ((julianday('now') - 2440587.5) * 86400.0) ELSE last_opened_at END
+    , openings = openings + :newly, probe_until = CASE WHEN :opens = 1 THEN NULL ELSE
+    probe_until END
 WHERE name = :name;
 
 -- name: destination_state.in_flight
@@ -57,7 +62,8 @@ WHERE destination = :name
   AND NOT (job_id = :job AND lease_token = :token);
 
 -- name: destination_state.lock
-SELECT tokens, (((julianday('now') - 2440587.5) * 86400.0) - refilled_at) AS since_refill, failures, (((julianday('now') - 2440587.5) * 86400.0) - opened_at) AS open_for, CAST(coalesce(probe_until > ((julianday('now') - 2440587.5) * 86400.0), FALSE) AS INTEGER) AS probing, NULL AS soft
+SELECT tokens, (((julianday('now') - 2440587.5) * 86400.0) - refilled_at) AS since_refill, failures, (((julianday('now') - 2440587.5) * 86400.0) - opened_at) AS open_for,
+    CAST(coalesce(probe_until > ((julianday('now') - 2440587.5) * 86400.0), FALSE) AS INTEGER) AS probing, NULL AS soft
 FROM destinations
 WHERE name = :name ;
 
@@ -71,7 +77,9 @@ SET destination = :name, expires_at = ((julianday('now') - 2440587.5) * 86400.0)
 SELECT NULL;
 
 -- name: destination_state.states
-SELECT d.name, d.tokens, (((julianday('now') - 2440587.5) * 86400.0) - d.refilled_at) AS since_refill, d.failures, (((julianday('now') - 2440587.5) * 86400.0) - d.opened_at) AS open_for, d.opened_at, d.last_opened_at, d.openings, (SELECT count(*) FROM destination_slots s WHERE s.destination = d.name AND s.expires_at > ((julianday('now') - 2440587.5) * 86400.0)) AS in_flight
+SELECT d.name, d.tokens, (((julianday('now') - 2440587.5) * 86400.0) - d.refilled_at) AS since_refill, d.failures, (((julianday('now') - 2440587.5) * 86400.0) - d.opened_at) AS
+    open_for, d.opened_at, d.last_opened_at, d.openings, (SELECT count(*) FROM destination_slots
+    s WHERE s.destination = d.name AND s.expires_at > ((julianday('now') - 2440587.5) * 86400.0)) AS in_flight
 FROM destinations d
 ORDER BY d.name;
 
@@ -82,7 +90,8 @@ WHERE name = :name;
 
 -- name: destination_state.take
 UPDATE destinations
-SET tokens = :tokens, refilled_at = ((julianday('now') - 2440587.5) * 86400.0), updated_at = ((julianday('now') - 2440587.5) * 86400.0), probe_until = CASE WHEN :probe = 1 THEN ((julianday('now') - 2440587.5) * 86400.0) + :slot ELSE probe_until END
+SET tokens = :tokens, refilled_at = ((julianday('now') - 2440587.5) * 86400.0), updated_at = ((julianday('now') - 2440587.5) * 86400.0), probe_until = CASE WHEN :probe =
+    1 THEN ((julianday('now') - 2440587.5) * 86400.0) + :slot ELSE probe_until END
 WHERE name = :name;
 
 -- name: effects.drop
@@ -122,7 +131,9 @@ WHERE key = :key
   AND state = 'started';
 
 -- name: effects.set_aside
-INSERT INTO effects_superseded (key, state, job_id, result, created_at, recorded_at, superseded_at, superseded_by) SELECT key, state, job_id, result, created_at, recorded_at, ((julianday('now') - 2440587.5) * 86400.0), :actor
+INSERT INTO effects_superseded (key, state, job_id, result, created_at, recorded_at,
+    superseded_at, superseded_by) SELECT key, state, job_id, result, created_at, recorded_at,
+    ((julianday('now') - 2440587.5) * 86400.0), :actor
 FROM effects
 WHERE job_id IN (SELECT value FROM json_each(:ids));
 
@@ -835,14 +846,16 @@ SELECT body, headers FROM payloads WHERE delivery_id = :id;
 -- count_* counts up to :cap what the search of the same name finds.;
 
 -- name: notices.circuits
-SELECT '' AS source, name AS subject, 'consecutive_failures' AS reason, CAST(last_opened_at / 60 AS INTEGER) AS minute, 1 AS n, NULL AS actor
+SELECT '' AS source, name AS subject, 'consecutive_failures' AS reason, CAST(last_opened_at / 60 AS INTEGER)
+    AS minute, 1 AS n, NULL AS actor
 FROM destinations
 WHERE last_opened_at > ((julianday('now') - 2440587.5) * 86400.0) - :lookback
 ORDER BY minute
 LIMIT :limit;
 
 -- name: notices.dead_letters
-SELECT source, action AS subject, coalesce(last_error, '') AS reason, CAST(failed_at / 60 AS INTEGER) AS minute, count(*) AS n, NULL AS actor
+SELECT source, action AS subject, coalesce(last_error, '') AS reason, CAST(failed_at / 60 AS INTEGER) AS
+    minute, count(*) AS n, NULL AS actor
 FROM jobs
 WHERE state = 'failed'
   AND failed_at > ((julianday('now') - 2440587.5) * 86400.0) - :lookback
@@ -861,7 +874,8 @@ VALUES (:key, :kind, :source, NULL, :body, ((julianday('now') - 2440587.5) * 864
 ON CONFLICT (key) DO NOTHING;
 
 -- name: notices.pauses
-SELECT source, 'paused' AS subject, 'operator' AS reason, CAST(at / 60 AS INTEGER) AS minute, count(*) AS n, max(actor) AS actor
+SELECT source, 'paused' AS subject, 'operator' AS reason, CAST(at / 60 AS INTEGER) AS minute, count(*) AS n,
+    max(actor) AS actor
 FROM operator_actions
 WHERE command = 'pause'
   AND source IS NOT NULL
@@ -871,7 +885,8 @@ ORDER BY minute
 LIMIT :limit;
 
 -- name: notices.rejected
-SELECT source, 'rejected' AS subject, reason, CAST(last_seen_at / 60 AS INTEGER) AS minute, CAST(sum(seen) AS BIGINT) AS n, NULL AS actor
+SELECT source, 'rejected' AS subject, reason, CAST(last_seen_at / 60 AS INTEGER) AS minute, CAST(sum(seen) AS
+    BIGINT) AS n, NULL AS actor
 FROM rejected_deliveries
 WHERE last_seen_at > ((julianday('now') - 2440587.5) * 86400.0) - :lookback
 GROUP BY source, reason, CAST(last_seen_at / 60 AS INTEGER)
@@ -886,20 +901,27 @@ WHERE kind = :kind
 
 -- name: outbox.claim
 UPDATE outbox
-SET state = 'sending', attempts = attempts + 1, lease_token = :token, leased_by = :worker, lease_expires_at = ((julianday('now') - 2440587.5) * 86400.0) + :lease, updated_at = ((julianday('now') - 2440587.5) * 86400.0)
-WHERE key IN (SELECT key FROM outbox WHERE ((state = 'pending' AND next_attempt_at <= ((julianday('now') - 2440587.5) * 86400.0)) OR (state = 'sending' AND lease_expires_at < ((julianday('now') - 2440587.5) * 86400.0) AND attempts < :max)) AND (:only_notices = FALSE OR kind LIKE 'notify:%') ORDER BY next_attempt_at LIMIT :limit )
+SET state = 'sending', attempts = attempts + 1, lease_token = :token, leased_by = :worker,
+    lease_expires_at = ((julianday('now') - 2440587.5) * 86400.0) + :lease, updated_at = ((julianday('now') - 2440587.5) * 86400.0)
+WHERE key IN (SELECT key FROM outbox WHERE ((state = 'pending' AND next_attempt_at <= ((julianday('now') - 2440587.5) * 86400.0)) OR
+    (state = 'sending' AND lease_expires_at < ((julianday('now') - 2440587.5) * 86400.0) AND attempts < :max)) AND (:only_notices =
+    FALSE OR kind LIKE 'notify:%') ORDER BY next_attempt_at LIMIT :limit )
 RETURNING key, kind, resource_id, body, attempts;
 
 -- name: outbox.exhausted
 UPDATE outbox
-SET state = 'failed', last_error = :error, failed_at = ((julianday('now') - 2440587.5) * 86400.0), lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = ((julianday('now') - 2440587.5) * 86400.0)
+SET state = 'failed', last_error = :error, failed_at = ((julianday('now') - 2440587.5) * 86400.0), lease_token = NULL, leased_by =
+    NULL, lease_expires_at = NULL, updated_at = ((julianday('now') - 2440587.5) * 86400.0)
 WHERE state = 'sending'
   AND lease_expires_at < ((julianday('now') - 2440587.5) * 86400.0)
   AND attempts >= :max;
 
 -- name: outbox.finish
 UPDATE outbox
-SET state = :state, last_error = coalesce(:error, last_error), next_attempt_at = ((julianday('now') - 2440587.5) * 86400.0) + :delay, sent_at = CASE WHEN :state = 'sent' THEN ((julianday('now') - 2440587.5) * 86400.0) ELSE sent_at END, failed_at = CASE WHEN :state = 'failed' THEN ((julianday('now') - 2440587.5) * 86400.0) ELSE failed_at END, lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = ((julianday('now') - 2440587.5) * 86400.0)
+SET state = :state, last_error = coalesce(:error, last_error), next_attempt_at = ((julianday('now') - 2440587.5) * 86400.0) +
+    :delay, sent_at = CASE WHEN :state = 'sent' THEN ((julianday('now') - 2440587.5) * 86400.0) ELSE sent_at END, failed_at =
+    CASE WHEN :state = 'failed' THEN ((julianday('now') - 2440587.5) * 86400.0) ELSE failed_at END, lease_token = NULL, leased_by =
+    NULL, lease_expires_at = NULL, updated_at = ((julianday('now') - 2440587.5) * 86400.0)
 WHERE key = :key
   AND lease_token = :token
   AND state = 'sending';
@@ -936,8 +958,13 @@ FROM outbox
 WHERE key = :key ;
 
 -- name: queue.attempts
-SELECT number, trigger, worker, started_at, ended_at, outcome, error_code, target, http_status, response_snippet, duration_ms, next_attempt_at
-FROM ( SELECT 0 AS running, id AS seq, number, trigger, worker, started_at, ended_at, outcome, error_code, target, http_status, response_snippet, duration_ms, next_attempt_at FROM attempts WHERE job_id = :id UNION ALL SELECT 1, 0, attempts, trigger, leased_by, leased_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM jobs WHERE id = :id AND state = 'processing') AS history
+SELECT number, trigger, worker, started_at, ended_at, outcome, error_code, target, http_status,
+    response_snippet, duration_ms, next_attempt_at
+FROM ( SELECT 0 AS running, id AS seq, number, trigger, worker, started_at, ended_at, outcome,
+    error_code, target, http_status, response_snippet, duration_ms, next_attempt_at FROM
+    attempts WHERE job_id = :id UNION ALL SELECT 1, 0, attempts, trigger, leased_by, leased_at,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM jobs WHERE id = :id AND state =
+    'processing') AS history
 ORDER BY running, seq;
 
 -- name: queue.count_dead
@@ -951,7 +978,11 @@ WHERE j.state = 'failed'
   AND (j.failed_at < :until OR :until IS NULL);
 
 -- name: queue.dead_letters_newest_failure
-SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts, j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at, j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,
+    j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
+    payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
+    j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -965,7 +996,11 @@ ORDER BY j.failed_at DESC, j.id DESC
 LIMIT :limit;
 
 -- name: queue.dead_letters_newest_job
-SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts, j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at, j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,
+    j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
+    payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
+    j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -979,7 +1014,11 @@ ORDER BY j.id DESC
 LIMIT :limit;
 
 -- name: queue.dead_letters_oldest_failure
-SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts, j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at, j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,
+    j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
+    payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
+    j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -993,7 +1032,11 @@ ORDER BY j.failed_at, j.id
 LIMIT :limit;
 
 -- name: queue.get_job
-SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts, j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at, j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,
+    j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
+    payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
+    j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.id = :id;
@@ -1008,7 +1051,9 @@ RETURNING id;
 
 -- name: queue.requeue
 UPDATE jobs
-SET state = 'accepted', max_attempts = attempts + :more, next_attempt_at = ((julianday('now') - 2440587.5) * 86400.0), trigger = :trigger, last_error = NULL, completed_at = NULL, failed_at = NULL, lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = ((julianday('now') - 2440587.5) * 86400.0)
+SET state = 'accepted', max_attempts = attempts + :more, next_attempt_at = ((julianday('now') - 2440587.5) * 86400.0), trigger =
+    :trigger, last_error = NULL, completed_at = NULL, failed_at = NULL, lease_token = NULL,
+    leased_by = NULL, lease_expires_at = NULL, updated_at = ((julianday('now') - 2440587.5) * 86400.0)
 WHERE id IN (SELECT value FROM json_each(:ids))
   AND state IN (SELECT value FROM json_each(:states))
 RETURNING id, source, delivery_id;
@@ -1092,7 +1137,8 @@ GROUP BY 1, 2
 ORDER BY 2;
 
 -- name: reads.queue
-SELECT source, count(*) AS depth, max(CASE WHEN state = 'accepted' AND next_attempt_at <= ((julianday('now') - 2440587.5) * 86400.0) THEN (((julianday('now') - 2440587.5) * 86400.0) - next_attempt_at) ELSE 0 END) AS lag
+SELECT source, count(*) AS depth, max(CASE WHEN state = 'accepted' AND next_attempt_at <= ((julianday('now') - 2440587.5) * 86400.0)
+    THEN (((julianday('now') - 2440587.5) * 86400.0) - next_attempt_at) ELSE 0 END) AS lag
 FROM jobs
 WHERE state IN ('accepted', 'processing')
 GROUP BY source;
@@ -1105,7 +1151,8 @@ GROUP BY 1, 2, 3
 ORDER BY n DESC, reason;
 
 -- name: reads.sample_deliveries_without_jobs
-SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail, min(d.first_seen_at) AS since, count(*) AS deliveries
+SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail,
+    min(d.first_seen_at) AS since, count(*) AS deliveries
 FROM deliveries d
 WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)
 GROUP BY d.source, d.event_type
@@ -1113,7 +1160,8 @@ ORDER BY d.source, d.event_type
 LIMIT :limit;
 
 -- name: reads.sample_expired_leases
-SELECT id, delivery_id, source, 'leased by ' || coalesce(leased_by, '?') || ', attempt ' || attempts || '/' || max_attempts AS detail, lease_expires_at AS since
+SELECT id, delivery_id, source, 'leased by ' || coalesce(leased_by, '?') || ', attempt ' ||
+    attempts || '/' || max_attempts AS detail, lease_expires_at AS since
 FROM jobs
 WHERE state = 'processing'
   AND lease_expires_at < ((julianday('now') - 2440587.5) * 86400.0)
@@ -1137,7 +1185,8 @@ ORDER BY created_at
 LIMIT :limit;
 
 -- name: reads.sample_unrecorded_effects
-SELECT e.key AS id, j.delivery_id, j.source, 'job ' || coalesce(e.job_id, '?') || ' is ' || coalesce(j.state, 'gone') AS detail, e.created_at AS since
+SELECT e.key AS id, j.delivery_id, j.source, 'job ' || coalesce(e.job_id, '?') || ' is ' ||
+    coalesce(j.state, 'gone') AS detail, e.created_at AS since
 FROM effects e
 LEFT JOIN jobs j ON j.id = e.job_id
 WHERE e.state = 'started'
@@ -1147,7 +1196,9 @@ ORDER BY e.created_at
 LIMIT :limit;
 
 -- name: reads.sample_unreviewed_transitions
-SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, r.kind AS source, t.resource_id || ' ' || coalesce(t.from_state, '?') || ' -> ' || coalesce(t.to_state, '?') || ' (' || coalesce(t.reason, '?') || ')' AS detail, t.created_at AS since
+SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, r.kind AS source, t.resource_id
+    || ' ' || coalesce(t.from_state, '?') || ' -> ' || coalesce(t.to_state, '?') || ' (' ||
+    coalesce(t.reason, '?') || ')' AS detail, t.created_at AS since
 FROM resource_transitions t
 JOIN resources r ON r.id = t.resource_id
 WHERE t.outcome = 'rejected'
@@ -1157,7 +1208,8 @@ ORDER BY t.id
 LIMIT :limit;
 
 -- name: reads.tables
-SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :pause) AS pause, EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :parked) AS parked, EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :outbox) AS outbox;
+SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :pause) AS pause, EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :parked) AS parked, EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :outbox) AS
+    outbox;
 
 -- name: reads.unsent
 SELECT coalesce(source, '_none') AS source, state = 'failed' AS failed, count(*) AS n
@@ -1186,19 +1238,25 @@ FROM rejected_deliveries
 WHERE last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age;
 
 -- name: rejected_deliveries.get
-SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers, first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id, body
+SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers,
+    first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id, body
 FROM rejected_deliveries
 WHERE id = :id;
 
 -- name: rejected_deliveries.keep
-INSERT INTO rejected_deliveries (id, source, reason, body_sha256, body, body_bytes, stored_bytes, headers, first_seen_at, last_seen_at, seen)
+INSERT INTO rejected_deliveries (id, source, reason, body_sha256, body, body_bytes, stored_bytes
+    , headers, first_seen_at, last_seen_at, seen)
 VALUES (:id, :source, :reason, :sha, :body, :body_bytes, :stored, :headers, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0), 1)
 ON CONFLICT (source, body_sha256) DO UPDATE
-SET reason = excluded.reason, headers = excluded.headers, stored_bytes = excluded.stored_bytes, body = coalesce(rejected_deliveries.body, excluded.body), last_seen_at = excluded.last_seen_at, seen = rejected_deliveries.seen + 1, retried_at = NULL, retry_outcome = NULL, retry_delivery_id = NULL
+SET reason = excluded.reason, headers = excluded.headers, stored_bytes = excluded.stored_bytes,
+    body = coalesce(rejected_deliveries.body, excluded.body), last_seen_at =
+    excluded.last_seen_at, seen = rejected_deliveries.seen + 1, retried_at = NULL, retry_outcome
+    = NULL, retry_delivery_id = NULL
 RETURNING id;
 
 -- name: rejected_deliveries.list
-SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers, first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id
+SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers,
+    first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id
 FROM rejected_deliveries
 WHERE (source = :source OR :source IS NULL)
   AND (:everything OR retry_outcome IS NULL OR retry_outcome NOT IN ('accepted', 'duplicate'))
@@ -1213,57 +1271,64 @@ WHERE id = :id;
 
 -- name: rejected_deliveries.purge
 DELETE FROM rejected_deliveries
-WHERE id IN (SELECT id FROM rejected_deliveries WHERE last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age LIMIT :limit);
+WHERE id IN (SELECT id FROM rejected_deliveries WHERE last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age LIMIT
+    :limit);
 
 -- name: rejected_deliveries.ring_lock
 SELECT NULL AS locked;
 
 -- name: rejected_deliveries.totals
-SELECT source, reason, count(*) AS rows_kept, sum(seen) AS seen, CAST(sum(stored_bytes) AS BIGINT) AS stored_bytes
+SELECT source, reason, count(*) AS rows_kept, sum(seen) AS seen, CAST(sum(stored_bytes) AS
+    BIGINT) AS stored_bytes
 FROM rejected_deliveries
 GROUP BY source, reason
 ORDER BY source, reason;
 
 -- name: rejected_deliveries.trim
 DELETE FROM rejected_deliveries
-WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER w AS n, CAST(sum(stored_bytes) OVER w AS BIGINT) AS total FROM rejected_deliveries WHERE source = :source WINDOW w AS (ORDER BY last_seen_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) ranked WHERE n > :max_rows OR total > :max_bytes);
+WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER w AS n, CAST(sum(stored_bytes) OVER w
+    AS BIGINT) AS total FROM rejected_deliveries WHERE source = :source WINDOW w AS (ORDER BY
+    last_seen_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) ranked WHERE n
+    > :max_rows OR total > :max_bytes);
 
 -- name: retention.count_deliveries
-SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id  AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable, coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id  AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
+SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
+     AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable,
+    coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
+     AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
 FROM deliveries d
 WHERE d.last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age;
 
 -- name: retention.count_payloads
 SELECT count(*)
 FROM payloads p
-WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id ) < ((julianday('now') - 2440587.5) * 86400.0) - :age
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <> 'completed' OR j.completed_at >= ((julianday('now') - 2440587.5) * 86400.0) - :age));
+WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id ) < ((julianday('now') - 2440587.5) * 86400.0)
+    - :age
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+      'completed' OR j.completed_at >= ((julianday('now') - 2440587.5) * 86400.0) - :age));
 
 -- name: retention.delivery_batch
 SELECT d.id
 FROM deliveries d
 WHERE d.last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id  AND j.state <> 'completed')
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id  AND j.state
+      <> 'completed')
 LIMIT :limit ;
 
 -- name: retention.drop_deliveries
-DELETE
-FROM deliveries
+DELETE FROM deliveries
 WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: retention.drop_effects
-DELETE
-FROM effects
+DELETE FROM effects
 WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id IN (SELECT value FROM json_each(:ids)));
 
 -- name: retention.drop_payloads
-DELETE
-FROM payloads
+DELETE FROM payloads
 WHERE delivery_id IN (SELECT value FROM json_each(:ids));
 
 -- name: retention.drop_superseded
-DELETE
-FROM effects_superseded
+DELETE FROM effects_superseded
 WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id IN (SELECT value FROM json_each(:ids)));
 
 -- name: retention.mark_purged
@@ -1274,19 +1339,23 @@ WHERE id IN (SELECT value FROM json_each(:ids));
 -- name: retention.payload_batch
 SELECT p.delivery_id AS id
 FROM payloads p
-WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id ) < ((julianday('now') - 2440587.5) * 86400.0) - :age
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <> 'completed' OR j.completed_at >= ((julianday('now') - 2440587.5) * 86400.0) - :age))
+WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id ) < ((julianday('now') - 2440587.5) * 86400.0)
+    - :age
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+      'completed' OR j.completed_at >= ((julianday('now') - 2440587.5) * 86400.0) - :age))
 LIMIT :limit ;
 
 -- name: reviews.get
-SELECT t.id, t.resource_id, r.kind, r.tenant, t.from_state, t.to_state, t.reason, t.delivery_id, t.job_id, t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
+SELECT t.id, t.resource_id, r.kind, r.tenant, t.from_state, t.to_state, t.reason, t.delivery_id,
+    t.job_id, t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
 FROM resource_transitions t
 JOIN resources r ON r.id = t.resource_id
 WHERE t.id = :id
   AND t.outcome = 'rejected';
 
 -- name: reviews.list
-SELECT t.id, t.resource_id, r.kind, r.tenant, t.from_state, t.to_state, t.reason, t.delivery_id, t.job_id, t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
+SELECT t.id, t.resource_id, r.kind, r.tenant, t.from_state, t.to_state, t.reason, t.delivery_id,
+    t.job_id, t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
 FROM resource_transitions t
 JOIN resources r ON r.id = t.resource_id
 WHERE t.outcome = 'rejected'
@@ -1311,7 +1380,8 @@ ORDER BY source;
 INSERT INTO source_state (source, paused, reason, changed_at, changed_by)
 VALUES (:source, :paused, :reason, ((julianday('now') - 2440587.5) * 86400.0), :actor)
 ON CONFLICT (source) DO UPDATE
-SET paused = excluded.paused, reason = excluded.reason, changed_at = excluded.changed_at, changed_by = excluded.changed_by
+SET paused = excluded.paused, reason = excluded.reason, changed_at = excluded.changed_at,
+    changed_by = excluded.changed_by
 RETURNING source, paused, reason, changed_at, changed_by;
 
 -- name: tracked_resources.attach
@@ -1399,7 +1469,8 @@ SELECT r.id
 FROM resources r
 WHERE r.kind = :kind
   AND r.state = :state
-  AND NOT EXISTS (SELECT 1 FROM resource_transitions t WHERE t.resource_id = r.id AND t.outcome = 'applied' AND t.to_state = r.state AND t.delivery_id IS NOT NULL)
+  AND NOT EXISTS (SELECT 1 FROM resource_transitions t WHERE t.resource_id = r.id AND t.outcome
+      = 'applied' AND t.to_state = r.state AND t.delivery_id IS NOT NULL)
 ORDER BY r.id
 LIMIT :limit;
 
@@ -1447,8 +1518,10 @@ SET attempts = 1
 WHERE id = :id;
 
 -- name: transitions.log
-INSERT INTO resource_transitions (resource_id, from_state, to_state, outcome, reason, delivery_id, job_id, event_type, event_time, outbox_key, created_at)
-VALUES (:resource_id, :from_state, :to_state, :outcome, :reason, :delivery_id, :job_id, :event_type, :event_time, :outbox_key, ((julianday('now') - 2440587.5) * 86400.0));
+INSERT INTO resource_transitions (resource_id, from_state, to_state, outcome, reason,
+    delivery_id, job_id, event_type, event_time, outbox_key, created_at)
+VALUES (:resource_id, :from_state, :to_state, :outcome, :reason, :delivery_id, :job_id,
+    :event_type, :event_time, :outbox_key, ((julianday('now') - 2440587.5) * 86400.0));
 
 -- name: transitions.move
 UPDATE resources
@@ -1478,7 +1551,11 @@ VALUES (:id, 1, :trigger, :worker, ((julianday('now') - 2440587.5) * 86400.0), (
 
 -- name: transitions.settle
 UPDATE jobs
-SET state = :state, last_error = :error, business_id = coalesce(:business_id, business_id), next_attempt_at = coalesce(:due, next_attempt_at), max_attempts = max_attempts + :extra, completed_at = CASE WHEN :state = 'completed' THEN ((julianday('now') - 2440587.5) * 86400.0) ELSE completed_at END, failed_at = CASE WHEN :state = 'failed' THEN ((julianday('now') - 2440587.5) * 86400.0) ELSE failed_at END, lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = ((julianday('now') - 2440587.5) * 86400.0)
+SET state = :state, last_error = :error, business_id = coalesce(:business_id, business_id),
+    next_attempt_at = coalesce(:due, next_attempt_at), max_attempts = max_attempts + :extra,
+    completed_at = CASE WHEN :state = 'completed' THEN ((julianday('now') - 2440587.5) * 86400.0) ELSE completed_at END, failed_at =
+    CASE WHEN :state = 'failed' THEN ((julianday('now') - 2440587.5) * 86400.0) ELSE failed_at END, lease_token = NULL, leased_by =
+    NULL, lease_expires_at = NULL, updated_at = ((julianday('now') - 2440587.5) * 86400.0)
 WHERE id = :id;
 
 -- name: transitions.unpark

@@ -1,4 +1,5 @@
--- The admin_sessions statements (hookinbox.store.admin_sessions); the format: hookinbox/store/statements.py.
+-- The admin_sessions statements (hookinbox.store.admin_sessions); the format:
+-- hookinbox/store/statements.py.
 
 -- name: forget_expired
 DELETE FROM admin_sessions_revoked

@@ -1,4 +1,5 @@
--- Destinations: token bucket, slots in flight, circuit (hookinbox.store.destination_state); the file format: hookinbox/store/statements.py.
+-- Destinations: token bucket, slots in flight, circuit (hookinbox.store.destination_state); the
+-- file format: hookinbox/store/statements.py.
 
 -- name: ensure
 INSERT INTO destinations (name, tokens, refilled_at, updated_at)
@@ -9,7 +10,8 @@ ON CONFLICT (name) DO NOTHING;
 -- Every transaction here starts with a statement holding ``{soft_commit}``: the state is
 -- soft (a lost slot or token after a PostgreSQL crash is harmless), so its commits do
 -- not wait for the WAL flush, the bulk of their cost (bench/destination_gate.py).
-SELECT tokens, {age:refilled_at} AS since_refill, failures, {age:opened_at} AS open_for, CAST(coalesce(probe_until > {now}, FALSE) AS INTEGER) AS probing, {soft_commit} AS soft
+SELECT tokens, {age:refilled_at} AS since_refill, failures, {age:opened_at} AS open_for,
+    CAST(coalesce(probe_until > {now}, FALSE) AS INTEGER) AS probing, {soft_commit} AS soft
 FROM destinations
 WHERE name = :name {for_update};
 
@@ -29,7 +31,8 @@ WHERE destination = :name
 
 -- name: take
 UPDATE destinations
-SET tokens = :tokens, refilled_at = {now}, updated_at = {now}, probe_until = CASE WHEN :probe = 1 THEN {now} + {secs:slot} ELSE probe_until END
+SET tokens = :tokens, refilled_at = {now}, updated_at = {now}, probe_until = CASE WHEN :probe =
+    1 THEN {now} + {secs:slot} ELSE probe_until END
 WHERE name = :name;
 
 -- name: slot
@@ -57,10 +60,15 @@ WHERE name = :name;
 
 -- name: failed
 UPDATE destinations
-SET failures = failures + 1, updated_at = {now}, opened_at = CASE WHEN :opens = 1 THEN {now} ELSE opened_at END, last_opened_at = CASE WHEN :opens = 1 THEN {now} ELSE last_opened_at END, openings = openings + :newly, probe_until = CASE WHEN :opens = 1 THEN NULL ELSE probe_until END
+SET failures = failures + 1, updated_at = {now}, opened_at = CASE WHEN :opens = 1 THEN {now}
+    ELSE opened_at END, last_opened_at = CASE WHEN :opens = 1 THEN {now} ELSE last_opened_at END
+    , openings = openings + :newly, probe_until = CASE WHEN :opens = 1 THEN NULL ELSE
+    probe_until END
 WHERE name = :name;
 
 -- name: states
-SELECT d.name, d.tokens, {age:d.refilled_at} AS since_refill, d.failures, {age:d.opened_at} AS open_for, d.opened_at, d.last_opened_at, d.openings, (SELECT count(*) FROM destination_slots s WHERE s.destination = d.name AND s.expires_at > {now}) AS in_flight
+SELECT d.name, d.tokens, {age:d.refilled_at} AS since_refill, d.failures, {age:d.opened_at} AS
+    open_for, d.opened_at, d.last_opened_at, d.openings, (SELECT count(*) FROM destination_slots
+    s WHERE s.destination = d.name AND s.expires_at > {now}) AS in_flight
 FROM destinations d
 ORDER BY d.name;

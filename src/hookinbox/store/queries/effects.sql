@@ -37,7 +37,9 @@ WHERE job_id {in:ids}
 ORDER BY created_at, key;
 
 -- name: set_aside
-INSERT INTO effects_superseded (key, state, job_id, result, created_at, recorded_at, superseded_at, superseded_by) SELECT key, state, job_id, result, created_at, recorded_at, {now}, :actor
+INSERT INTO effects_superseded (key, state, job_id, result, created_at, recorded_at,
+    superseded_at, superseded_by) SELECT key, state, job_id, result, created_at, recorded_at,
+    {now}, :actor
 FROM effects
 WHERE job_id {in:ids};
 

@@ -2,20 +2,27 @@
 
 -- name: exhausted
 UPDATE outbox
-SET state = 'failed', last_error = :error, failed_at = {now}, lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = {now}
+SET state = 'failed', last_error = :error, failed_at = {now}, lease_token = NULL, leased_by =
+    NULL, lease_expires_at = NULL, updated_at = {now}
 WHERE state = 'sending'
   AND lease_expires_at < {now}
   AND attempts >= :max;
 
 -- name: claim
 UPDATE outbox
-SET state = 'sending', attempts = attempts + 1, lease_token = :token, leased_by = :worker, lease_expires_at = {now} + {secs:lease}, updated_at = {now}
-WHERE key IN (SELECT key FROM outbox WHERE ((state = 'pending' AND next_attempt_at <= {now}) OR (state = 'sending' AND lease_expires_at < {now} AND attempts < :max)) AND (:only_notices = FALSE OR kind LIKE 'notify:%') ORDER BY next_attempt_at LIMIT :limit {skip_locked})
+SET state = 'sending', attempts = attempts + 1, lease_token = :token, leased_by = :worker,
+    lease_expires_at = {now} + {secs:lease}, updated_at = {now}
+WHERE key IN (SELECT key FROM outbox WHERE ((state = 'pending' AND next_attempt_at <= {now}) OR
+    (state = 'sending' AND lease_expires_at < {now} AND attempts < :max)) AND (:only_notices =
+    FALSE OR kind LIKE 'notify:%') ORDER BY next_attempt_at LIMIT :limit {skip_locked})
 RETURNING key, kind, resource_id, body, attempts;
 
 -- name: finish
 UPDATE outbox
-SET state = :state, last_error = coalesce(:error, last_error), next_attempt_at = {now} + {secs:delay}, sent_at = CASE WHEN :state = 'sent' THEN {now} ELSE sent_at END, failed_at = CASE WHEN :state = 'failed' THEN {now} ELSE failed_at END, lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = {now}
+SET state = :state, last_error = coalesce(:error, last_error), next_attempt_at = {now} +
+    {secs:delay}, sent_at = CASE WHEN :state = 'sent' THEN {now} ELSE sent_at END, failed_at =
+    CASE WHEN :state = 'failed' THEN {now} ELSE failed_at END, lease_token = NULL, leased_by =
+    NULL, lease_expires_at = NULL, updated_at = {now}
 WHERE key = :key
   AND lease_token = :token
   AND state = 'sending';

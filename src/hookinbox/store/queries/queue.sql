@@ -1,7 +1,11 @@
 -- The queue statements (hookinbox.store.queue); the format: hookinbox/store/statements.py.
 
 -- name: get_job
-SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts, j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at, j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,
+    j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
+    payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
+    j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.id = :id;
@@ -20,8 +24,13 @@ WHERE j.state = 'failed'
 -- The ended attempts, oldest first, then the running one: an attempt row is written only
 -- when it ends (:mod:`hookinbox.store.hot_path`), so a leased job's attempt under way
 -- (or whose lease ran out, not yet taken over) is read from the job's lease.
-SELECT number, trigger, worker, started_at, ended_at, outcome, error_code, target, http_status, response_snippet, duration_ms, next_attempt_at
-FROM ( SELECT 0 AS running, id AS seq, number, trigger, worker, started_at, ended_at, outcome, error_code, target, http_status, response_snippet, duration_ms, next_attempt_at FROM attempts WHERE job_id = :id UNION ALL SELECT 1, 0, attempts, trigger, leased_by, leased_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM jobs WHERE id = :id AND state = 'processing') AS history
+SELECT number, trigger, worker, started_at, ended_at, outcome, error_code, target, http_status,
+    response_snippet, duration_ms, next_attempt_at
+FROM ( SELECT 0 AS running, id AS seq, number, trigger, worker, started_at, ended_at, outcome,
+    error_code, target, http_status, response_snippet, duration_ms, next_attempt_at FROM
+    attempts WHERE job_id = :id UNION ALL SELECT 1, 0, attempts, trigger, leased_by, leased_at,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM jobs WHERE id = :id AND state =
+    'processing') AS history
 ORDER BY running, seq;
 
 -- name: target_deferrals
@@ -37,13 +46,19 @@ WHERE job_id = :id
 -- Attempts are never reset: a requeued job is granted :more attempts on top of those it
 -- spent, so attempt numbers count on across replays and retries.
 UPDATE jobs
-SET state = 'accepted', max_attempts = attempts + :more, next_attempt_at = {now}, trigger = :trigger, last_error = NULL, completed_at = NULL, failed_at = NULL, lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = {now}
+SET state = 'accepted', max_attempts = attempts + :more, next_attempt_at = {now}, trigger =
+    :trigger, last_error = NULL, completed_at = NULL, failed_at = NULL, lease_token = NULL,
+    leased_by = NULL, lease_expires_at = NULL, updated_at = {now}
 WHERE id {in:ids}
   AND state {in:states}
 RETURNING id, source, delivery_id;
 
 -- name: dead_letters_newest_job
-SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts, j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at, j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,
+    j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
+    payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
+    j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -57,7 +72,11 @@ ORDER BY j.id DESC
 LIMIT :limit;
 
 -- name: dead_letters_newest_failure
-SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts, j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at, j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,
+    j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
+    payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
+    j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -71,7 +90,11 @@ ORDER BY j.failed_at DESC, j.id DESC
 LIMIT :limit;
 
 -- name: dead_letters_oldest_failure
-SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts, j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at, j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attempts,
+    j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
+    payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
+    j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'

@@ -1,10 +1,12 @@
 -- The reads statements (hookinbox.store.reads); the format: hookinbox/store/statements.py.
 
 -- name: tables
-SELECT {table_exists:pause} AS pause, {table_exists:parked} AS parked, {table_exists:outbox} AS outbox;
+SELECT {table_exists:pause} AS pause, {table_exists:parked} AS parked, {table_exists:outbox} AS
+    outbox;
 
 -- name: queue
-SELECT source, count(*) AS depth, max(CASE WHEN state = 'accepted' AND next_attempt_at <= {now} THEN {age:next_attempt_at} ELSE 0 END) AS lag
+SELECT source, count(*) AS depth, max(CASE WHEN state = 'accepted' AND next_attempt_at <= {now}
+    THEN {age:next_attempt_at} ELSE 0 END) AS lag
 FROM jobs
 WHERE state IN ('accepted', 'processing')
 GROUP BY source;
@@ -94,7 +96,8 @@ WHERE t.outcome = 'rejected'
   AND t.created_at < {now} - {secs:age};
 
 -- name: sample_expired_leases
-SELECT id, delivery_id, source, 'leased by ' || coalesce(leased_by, '?') || ', attempt ' || attempts || '/' || max_attempts AS detail, lease_expires_at AS since
+SELECT id, delivery_id, source, 'leased by ' || coalesce(leased_by, '?') || ', attempt ' ||
+    attempts || '/' || max_attempts AS detail, lease_expires_at AS since
 FROM jobs
 WHERE state = 'processing'
   AND lease_expires_at < {now}
@@ -118,7 +121,8 @@ ORDER BY failed_at
 LIMIT :limit;
 
 -- name: sample_deliveries_without_jobs
-SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail, min(d.first_seen_at) AS since, count(*) AS deliveries
+SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail,
+    min(d.first_seen_at) AS since, count(*) AS deliveries
 FROM deliveries d
 WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)
 GROUP BY d.source, d.event_type
@@ -126,7 +130,8 @@ ORDER BY d.source, d.event_type
 LIMIT :limit;
 
 -- name: sample_unrecorded_effects
-SELECT e.key AS id, j.delivery_id, j.source, 'job ' || coalesce(e.job_id, '?') || ' is ' || coalesce(j.state, 'gone') AS detail, e.created_at AS since
+SELECT e.key AS id, j.delivery_id, j.source, 'job ' || coalesce(e.job_id, '?') || ' is ' ||
+    coalesce(j.state, 'gone') AS detail, e.created_at AS since
 FROM effects e
 LEFT JOIN jobs j ON j.id = e.job_id
 WHERE e.state = 'started'
@@ -136,7 +141,9 @@ ORDER BY e.created_at
 LIMIT :limit;
 
 -- name: sample_unreviewed_transitions
-SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, r.kind AS source, t.resource_id || ' ' || coalesce(t.from_state, '?') || ' -> ' || coalesce(t.to_state, '?') || ' (' || coalesce(t.reason, '?') || ')' AS detail, t.created_at AS since
+SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, r.kind AS source, t.resource_id
+    || ' ' || coalesce(t.from_state, '?') || ' -> ' || coalesce(t.to_state, '?') || ' (' ||
+    coalesce(t.reason, '?') || ')' AS detail, t.created_at AS since
 FROM resource_transitions t
 JOIN resources r ON r.id = t.resource_id
 WHERE t.outcome = 'rejected'

@@ -15,20 +15,23 @@
 -- has run, and SQLite would otherwise scan the journal from its oldest row every batch.
 SELECT count(*)
 FROM payloads p
-WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id {collate:C}) < {now} - {secs:age}
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <> 'completed' OR j.completed_at >= {now} - {secs:age}));
+WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id {collate:C}) < {now}
+    - {secs:age}
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+      'completed' OR j.completed_at >= {now} - {secs:age}));
 
 -- name: payload_batch
 -- The next batch of purgeable payloads (see count_payloads); PostgreSQL skips rows a worker holds.
 SELECT p.delivery_id AS id
 FROM payloads p
-WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id {collate:C}) < {now} - {secs:age}
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <> 'completed' OR j.completed_at >= {now} - {secs:age}))
+WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id {collate:C}) < {now}
+    - {secs:age}
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+      'completed' OR j.completed_at >= {now} - {secs:age}))
 LIMIT :limit {skip_locked:p};
 
 -- name: drop_payloads
-DELETE
-FROM payloads
+DELETE FROM payloads
 WHERE delivery_id {in:ids};
 
 -- name: mark_purged
@@ -39,7 +42,10 @@ WHERE id {in:ids};
 -- name: count_deliveries
 -- A journal row may go once it was last seen before the cutoff and all its jobs completed;
 -- the others as old are held.
-SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default} AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable, coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default} AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
+SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
+    {collate:default} AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable,
+    coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
+    {collate:default} AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
 FROM deliveries d
 WHERE d.last_seen_at < {now} - {secs:age};
 
@@ -47,21 +53,19 @@ WHERE d.last_seen_at < {now} - {secs:age};
 SELECT d.id
 FROM deliveries d
 WHERE d.last_seen_at < {now} - {secs:age}
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default} AND j.state <> 'completed')
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default} AND j.state
+      <> 'completed')
 LIMIT :limit {skip_locked:d};
 
 -- name: drop_effects
-DELETE
-FROM effects
+DELETE FROM effects
 WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id {in:ids});
 
 -- name: drop_superseded
-DELETE
-FROM effects_superseded
+DELETE FROM effects_superseded
 WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id {in:ids});
 
 -- name: drop_deliveries
 -- Jobs, attempts and the payload go with the journal row (ON DELETE CASCADE).
-DELETE
-FROM deliveries
+DELETE FROM deliveries
 WHERE id {in:ids};

@@ -1,4 +1,5 @@
--- Tracked resources and their transition log (hookinbox.store.tracked_resources); the file format: hookinbox/store/statements.py.
+-- Tracked resources and their transition log (hookinbox.store.tracked_resources); the file
+-- format: hookinbox/store/statements.py.
 
 -- name: create
 INSERT INTO resources (id, kind, tenant, owner, state, provider_ref, created_at, updated_at)
@@ -75,7 +76,8 @@ SELECT r.id
 FROM resources r
 WHERE r.kind = :kind
   AND r.state = :state
-  AND NOT EXISTS (SELECT 1 FROM resource_transitions t WHERE t.resource_id = r.id AND t.outcome = 'applied' AND t.to_state = r.state AND t.delivery_id IS NOT NULL)
+  AND NOT EXISTS (SELECT 1 FROM resource_transitions t WHERE t.resource_id = r.id AND t.outcome
+      = 'applied' AND t.to_state = r.state AND t.delivery_id IS NOT NULL)
 ORDER BY r.id
 LIMIT :limit;
 

@@ -1,4 +1,5 @@
--- The transitions statements (hookinbox.store.transitions); the format: hookinbox/store/statements.py.
+-- The transitions statements (hookinbox.store.transitions); the format:
+-- hookinbox/store/statements.py.
 
 -- name: find
 SELECT *
@@ -7,8 +8,10 @@ WHERE kind = :kind
   AND provider_ref = :ref {for_update};
 
 -- name: log
-INSERT INTO resource_transitions (resource_id, from_state, to_state, outcome, reason, delivery_id, job_id, event_type, event_time, outbox_key, created_at)
-VALUES (:resource_id, :from_state, :to_state, :outcome, :reason, :delivery_id, :job_id, :event_type, :event_time, :outbox_key, {now});
+INSERT INTO resource_transitions (resource_id, from_state, to_state, outcome, reason,
+    delivery_id, job_id, event_type, event_time, outbox_key, created_at)
+VALUES (:resource_id, :from_state, :to_state, :outcome, :reason, :delivery_id, :job_id,
+    :event_type, :event_time, :outbox_key, {now});
 
 -- name: applied_before
 SELECT outbox_key
@@ -46,7 +49,11 @@ WHERE job_id = :job_id;
 
 -- name: settle
 UPDATE jobs
-SET state = :state, last_error = :error, business_id = coalesce(:business_id, business_id), next_attempt_at = coalesce(:due, next_attempt_at), max_attempts = max_attempts + :extra, completed_at = CASE WHEN :state = 'completed' THEN {now} ELSE completed_at END, failed_at = CASE WHEN :state = 'failed' THEN {now} ELSE failed_at END, lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = {now}
+SET state = :state, last_error = :error, business_id = coalesce(:business_id, business_id),
+    next_attempt_at = coalesce(:due, next_attempt_at), max_attempts = max_attempts + :extra,
+    completed_at = CASE WHEN :state = 'completed' THEN {now} ELSE completed_at END, failed_at =
+    CASE WHEN :state = 'failed' THEN {now} ELSE failed_at END, lease_token = NULL, leased_by =
+    NULL, lease_expires_at = NULL, updated_at = {now}
 WHERE id = :id;
 
 -- name: first_attempt
