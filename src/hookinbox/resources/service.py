@@ -31,10 +31,10 @@ from hookinbox.metrics import Metrics
 from hookinbox.payload import string_at
 from hookinbox.resources.machine import StateMachine, build_machines
 from hookinbox.store import (
-    Finding,
     NewDelivery,
     ParkPolicy,
     ResourceEvent,
+    ResourceFinding,
     ResourceOutcome,
     ResourceView,
     Store,
@@ -131,7 +131,9 @@ class Resources:
     async def transitions(self, resource_id: str) -> builtins.list[TransitionView]:
         return await self._store.resources.list_transitions(resource_id)
 
-    async def findings(self, *, outbox_unsent_seconds: float = 300.0) -> builtins.list[Finding]:
+    async def findings(
+        self, *, outbox_unsent_seconds: float = 300.0
+    ) -> builtins.list[ResourceFinding]:
         """What does not add up (see :func:`reconcile_resources`)."""
         return await reconcile_resources(
             self._store, self.machines.values(), outbox_unsent_seconds=outbox_unsent_seconds
@@ -144,7 +146,7 @@ async def reconcile_resources(
     *,
     outbox_unsent_seconds: float = 300.0,
     limit: int = 100,
-) -> list[Finding]:
+) -> list[ResourceFinding]:
     """The resource checks of reconciliation: ``terminal_without_delivery``,
     ``transition_without_outbox``, ``outbox_unsent`` (older than the threshold) and
     ``parked_past_deadline``."""

@@ -31,8 +31,8 @@ from hookinbox.store.reads import Reads
 from hookinbox.store.receipts import ReceiptCounts
 from hookinbox.store.rejected_deliveries import RejectedDeliveries
 from hookinbox.store.retention import Retention
-from hookinbox.store.reviews import Reviews
-from hookinbox.store.sources import Sources
+from hookinbox.store.reviews import TransitionReviews
+from hookinbox.store.sources import SourceStates
 from hookinbox.store.statements import load_statements
 from hookinbox.store.tracked_resources import TrackedResources
 
@@ -52,7 +52,7 @@ class Store:
         self.queue = Queue(driver, hot_path)
         self.effects = Effects(driver)
         self.audit = Audit(driver)
-        self.sources = Sources(driver)
+        self.sources = SourceStates(driver)
         self.resources = TrackedResources(driver)
         self.outbox = Outbox(driver)
         self.reads = Reads(driver)
@@ -60,7 +60,7 @@ class Store:
         self.retention = Retention(driver)
         self.rejected = RejectedDeliveries(driver)
         self.notices = Notices(driver)
-        self.reviews = Reviews(driver)
+        self.reviews = TransitionReviews(driver)
         self.admin_sessions = AdminSessions(driver)
         self.destinations = Destinations(driver)
 

@@ -187,7 +187,7 @@ class ResourceOutcome:
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
+class ResourceFinding:
     """One thing reconciliation found that does not add up: a check name and an id."""
 
     check: str

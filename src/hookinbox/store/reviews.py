@@ -67,7 +67,7 @@ class TransitionReview(Record):
         }
 
 
-class Reviews:
+class TransitionReviews:
     def __init__(self, db: Driver) -> None:
         self._db = db
 

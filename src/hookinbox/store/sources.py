@@ -34,7 +34,7 @@ def _set_paused(
     return SourceState.from_row(state, decode_time)
 
 
-class Sources:
+class SourceStates:
     def __init__(self, db: Driver) -> None:
         self._db = db
 

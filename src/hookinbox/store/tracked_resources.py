@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from hookinbox.errors import NotFound, OperationRefused
 from hookinbox.store.decisions import TransitionRules
 from hookinbox.store.resource_records import (
-    Finding,
     ParkPolicy,
     ResourceEvent,
+    ResourceFinding,
     ResourceOutcome,
     ResourceView,
     TransitionView,
@@ -123,14 +123,14 @@ def _apply(
 
 def _findings(
     machines: Sequence[TransitionRules], outbox_unsent_seconds: float, limit: int
-) -> Tx[list[Finding]]:
-    found: list[Finding] = []
+) -> Tx[list[ResourceFinding]]:
+    found: list[ResourceFinding] = []
     for machine in machines:
         for state in sorted(machine.terminal):
             stale = yield rows(
                 _TERMINAL_WITHOUT_DELIVERY, kind=machine.name, state=state, limit=limit
             )
-            found += [Finding("terminal_without_delivery", r["id"], state) for r in stale]
+            found += [ResourceFinding("terminal_without_delivery", r["id"], state) for r in stale]
         for state, outbox_kind in sorted(machine.notify.items()):
             lost = yield rows(
                 _TRANSITION_WITHOUT_OUTBOX,
@@ -139,11 +139,13 @@ def _findings(
                 outbox_kind=outbox_kind,
                 limit=limit,
             )
-            found += [Finding("transition_without_outbox", r["resource_id"], state) for r in lost]
+            found += [
+                ResourceFinding("transition_without_outbox", r["resource_id"], state) for r in lost
+            ]
     unsent = yield rows(_OUTBOX_UNSENT, age=float(outbox_unsent_seconds), limit=limit)
-    found += [Finding("outbox_unsent", r["key"], r["state"]) for r in unsent]
+    found += [ResourceFinding("outbox_unsent", r["key"], r["state"]) for r in unsent]
     parked = yield rows(_PARKED_PAST_DEADLINE, limit=limit)
-    found += [Finding("parked_past_deadline", r["job_id"]) for r in parked]
+    found += [ResourceFinding("parked_past_deadline", r["job_id"]) for r in parked]
     return found
 
 
@@ -233,7 +235,7 @@ class TrackedResources:
         *,
         outbox_unsent_seconds: float,
         limit: int = 100,
-    ) -> list[Finding]:
+    ) -> list[ResourceFinding]:
         """Reconciliation: ``terminal_without_delivery`` (a terminal resource no
         delivery's applied transition moved), ``transition_without_outbox``,
         ``outbox_unsent`` (pending or sending longer than the threshold) and
