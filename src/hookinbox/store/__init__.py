@@ -8,8 +8,9 @@ letters), ``effects`` (the ledger), ``audit`` and ``sources`` (operator actions,
 (rejected transitions awaiting an operator), ``notices`` (what notifiers are told of,
 written to the outbox), ``destinations`` (a destination's bucket, slots and circuit),
 ``rejected`` (refused deliveries kept for a retry), ``admin_sessions`` (admin sessions
-ended by a logout), ``reads`` (gauges and reconciliation queries) and ``retention``
-(purges). The layout, the SQL files and the golden test are in docs/store.md.
+ended by a logout), ``receipts`` (webhook answers per minute), ``reads`` (gauges and
+reconciliation queries) and ``retention`` (purges). The layout, the SQL files and the
+golden test are in docs/store.md.
 """
 
 from __future__ import annotations

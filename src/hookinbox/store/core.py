@@ -8,7 +8,8 @@ their notifications), ``store.reads`` (gauges, counts, reconciliation queries),
 ``store.notices`` (notices of dead letters, pauses, rejections and circuits, written to
 the outbox), ``store.reviews`` (rejected transitions awaiting review),
 ``store.admin_sessions`` (admin sessions ended by a logout), ``store.destinations``
-(token bucket, slots and circuit of each destination). Each is written once over the
+(token bucket, slots and circuit of each destination), ``store.receipts`` (webhook
+answers per minute). Each is written once over the
 driver the URL picks; the journal and the queue also share the dialect's hot path.
 """
 
