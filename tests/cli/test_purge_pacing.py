@@ -78,7 +78,8 @@ async def test_a_purge_of_many_batches_lets_a_receiver_of_the_same_file_commit(
     waits: list[float] = []
     try:
         # The receiver's side: one reservation at a time while the purge runs.
-        deadline = time.monotonic() + 120
+        began = time.monotonic()
+        deadline = began + 120
         while not finished.done() and time.monotonic() < deadline:
             delivery_id = new_delivery_id()
             item = NewDelivery(
@@ -98,6 +99,7 @@ async def test_a_purge_of_many_batches_lets_a_receiver_of_the_same_file_commit(
             assert getattr(answer, "outcome", None) == "accepted", answer
             await asyncio.sleep(0.02)
         out, err = (part.decode() for part in await asyncio.wait_for(finished, 60))
+        purge_seconds = time.monotonic() - began
     finally:
         if purge.returncode is None:
             purge.kill()
@@ -106,6 +108,8 @@ async def test_a_purge_of_many_batches_lets_a_receiver_of_the_same_file_commit(
     assert purge.returncode == 0, err
     assert f"payloads: deleted {OLD_PAYLOADS}" in out
     # Reservations went in between the batches all along, none waited out a long stretch
-    # of the purge (the busy timeout is 5 s; before the pause, one waited for the rest of it).
+    # of the purge (the busy timeout is 5 s; before the pause, one waited for the rest of
+    # it). A batch takes longer on a loaded machine, and so does the purge it is a
+    # hundredth of: the bound is half a second or a tenth of this purge, whichever is more.
     assert len(waits) >= 10, waits
-    assert max(waits) < 0.5, sorted(waits)[-5:]
+    assert max(waits) < max(0.5, purge_seconds / 10), (purge_seconds, sorted(waits)[-5:])

@@ -62,14 +62,16 @@ def test_the_built_wheel_installs_and_serves(tmp_path: Path) -> None:
     _run([*pip, *install], timeout=180, env=env)
     where = _run(
         [str(bin_dir / "python"), "-c", "import hookinbox; print(hookinbox.__file__)"],
-        timeout=30,
+        # The first import compiles every module of the package and its dependencies
+        # (installed --no-compile): tens of seconds on a loaded 2-core machine.
+        timeout=120,
         env=env,
         cwd=tmp_path,
     )
     assert where.stdout.strip().startswith(str(venv))
 
     hookinbox = str(bin_dir / "hookinbox")
-    shown = _run([hookinbox, "--version"], timeout=30, env=env, cwd=tmp_path)
+    shown = _run([hookinbox, "--version"], timeout=60, env=env, cwd=tmp_path)
     assert shown.stdout.strip() == f"hookinbox, version {__version__}"
 
     port = free_port()
@@ -81,7 +83,7 @@ def test_the_built_wheel_installs_and_serves(tmp_path: Path) -> None:
         '[[sources.test.routes]]\nevents = ["*"]\naction = "log"\n'
         'handler = "hookinbox.examples:log_event"\n'
     )
-    migrated = _run([hookinbox, "migrate", "--config", str(config)], timeout=30, env=env)
+    migrated = _run([hookinbox, "migrate", "--config", str(config)], timeout=60, env=env)
     assert migrated.stdout.startswith("applied: ")
 
     log = (tmp_path / "serve.log").open("wb")
