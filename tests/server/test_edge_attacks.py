@@ -126,6 +126,23 @@ def test_pipelined_requests_beyond_a_few_are_not_read_the_connection_is_closed(
     assert closed
 
 
+@pytest.mark.parametrize(
+    "request_head",
+    [HEALTHZ_CLOSE, b"GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n", HEALTHZ + HEALTHZ_CLOSE],
+    ids=["connection-close", "http-1.0", "pipelined-then-close"],
+)
+def test_a_request_without_keep_alive_is_answered_and_closed_at_once(
+    served: Served, request_head: bytes
+) -> None:
+    """A bodiless request that asks for the connection to close (``Connection: close``,
+    or HTTP/1.0) is answered and closed then, not held for the keep-alive deadline."""
+    with connect(served.port) as sock:
+        sock.sendall(request_head)
+        answers, closed = read_all(sock, 1.0)  # the keep-alive deadline is 2 s
+    assert answers.count(b" 200 OK") == request_head.count(b"GET ")
+    assert closed
+
+
 def test_an_answer_the_client_does_not_read_is_cut_at_the_write_deadline(
     served: Served,
 ) -> None:

@@ -133,7 +133,17 @@ class _Head:
     """What httptools reports of one request head (fed to it whole, once), with the
     headers that frame its body picked out on the way."""
 
-    __slots__ = ("codings", "complete", "expect_continue", "headers", "lengths", "upgrade", "url")
+    __slots__ = (
+        "codings",
+        "complete",
+        "expect_continue",
+        "headers",
+        "keep_alive",
+        "lengths",
+        "parser",
+        "upgrade",
+        "url",
+    )
 
     # The callbacks httptools looks for and this does not want, present so that looking
     # them up is not an AttributeError per request.
@@ -148,6 +158,8 @@ class _Head:
         self.complete = False
         self.expect_continue = False
         self.upgrade = False
+        self.keep_alive = True
+        self.parser: httptools.HttpRequestParser | None = None
 
     def on_url(self, url: bytes) -> None:
         self.url += url
@@ -166,6 +178,11 @@ class _Head:
 
     def on_headers_complete(self) -> None:
         self.complete = True
+        # Asked here, not after feed_data: a head with no body completes its message in
+        # the same feed, and llhttp forgets the message's `Connection: close` (and
+        # HTTP/1.0) when it completes.
+        if self.parser is not None:
+            self.keep_alive = self.parser.should_keep_alive()
 
 
 class _Edge:
@@ -377,7 +394,7 @@ class EdgeProtocol(asyncio.Protocol):
 
     def _start_request(self, raw: bytes) -> bool:
         head = _Head()
-        parser = httptools.HttpRequestParser(head)
+        parser = head.parser = httptools.HttpRequestParser(head)
         try:
             parser.feed_data(raw)
         except httptools.HttpParserUpgrade:
@@ -386,6 +403,8 @@ class EdgeProtocol(asyncio.Protocol):
         except httptools.HttpParserError:
             self._refuse(MALFORMED)
             return False
+        finally:
+            head.parser = None  # no cycle between the parser and its callbacks
         if not head.complete:  # empty lines before a request line: ignored
             self._phase = _IDLE
             return True
@@ -428,7 +447,7 @@ class EdgeProtocol(asyncio.Protocol):
         cycle = self._cycle = RequestCycle(
             self,
             scope,
-            keep_alive=parser.should_keep_alive(),
+            keep_alive=head.keep_alive,
             expect_continue=head.expect_continue,
             more_body=not self._body_done,
         )
