@@ -1,6 +1,6 @@
 """Retention: drop payloads soon after processing, journal keys after the key retention.
 
-Two steps, each in bounded batches (one short transaction per batch):
+Three steps, each in bounded batches (one short transaction per batch):
 
 1. payloads of deliveries whose jobs all completed more than ``payload_retention`` ago;
 2. journal rows (with their jobs, attempts and ledger rows) last seen more than
@@ -147,7 +147,7 @@ async def _purge(
     pacer = BatchPacer(config)
     if payloads_only:
         age = ops.payload_retention if older_than is None else older_than
-        steps.append(await _purge_payloads(store, age, bound, dry_run, progress, pacer))
+        steps.append(await _purge_step(_payloads(store), age, bound, dry_run, progress, pacer))
         return PurgeResult(dry_run, steps)
     key_age = ops.key_retention if older_than is None else older_than
     window = config.longest_redelivery_window()
@@ -156,10 +156,12 @@ async def _purge(
             f"key retention {_human(key_age)} is shorter than the redelivery window "
             f"{_human(window)}: a late provider retry would look new"
         )
-    payload_age = ops.payload_retention
-    steps.append(await _purge_payloads(store, payload_age, bound, dry_run, progress, pacer))
-    steps.append(await _purge_deliveries(store, key_age, bound, dry_run, progress, pacer))
-    steps.append(await _purge_rejected(store, config.rejected.retention, bound, dry_run, pacer))
+    for step, step_age in (
+        (_payloads(store), ops.payload_retention),
+        (_deliveries(store), key_age),
+        (_rejected(store), config.rejected.retention),
+    ):
+        steps.append(await _purge_step(step, step_age, bound, dry_run, progress, pacer))
     return PurgeResult(dry_run, steps)
 
 
@@ -171,55 +173,59 @@ class _Bound:
     max_rows: int | None
 
 
-async def _purge_rejected(
-    store: Store, age: float, bound: _Bound, dry_run: bool, pacer: BatchPacer
-) -> PurgedKind:
-    total = await store.rejected.count_purgeable_rejected(age)
-    if dry_run or not total:
-        return PurgedKind("rejected", age, total, 0, 0)
-    deleted, batches = await _in_batches(
-        "rejected", lambda n: store.rejected.purge_rejected(age, n), total, bound, None, pacer
-    )
-    return PurgedKind("rejected", age, total, deleted, batches)
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One kind of purge: how the store counts it (candidates, held) and deletes a batch
+    of it. ``progress``: whether the caller's progress callback hears of its batches."""
+
+    kind: PurgeKind
+    count: Callable[[float], Awaitable[tuple[int, int]]]
+    delete: Callable[[float, int], Awaitable[int]]
+    progress: bool = True
 
 
-async def _purge_payloads(
-    store: Store,
-    age: float,
-    bound: _Bound,
-    dry_run: bool,
-    progress: Progress | None,
-    pacer: BatchPacer,
-) -> PurgedKind:
-    total = await store.retention.count_purgeable_payloads(age)
-    if dry_run or not total:
-        return PurgedKind("payloads", age, total, 0, 0)
-    deleted, batches = await _in_batches(
-        "payloads", lambda n: store.retention.purge_payloads(age, n), total, bound, progress, pacer
-    )
-    return PurgedKind("payloads", age, total, deleted, batches)
+def _payloads(store: Store) -> _Step:
+    async def count(age: float) -> tuple[int, int]:
+        return await store.retention.count_purgeable_payloads(age), 0
+
+    return _Step("payloads", count, store.retention.purge_payloads)
 
 
-async def _purge_deliveries(
-    store: Store,
-    age: float,
-    bound: _Bound,
-    dry_run: bool,
-    progress: Progress | None,
-    pacer: BatchPacer,
-) -> PurgedKind:
-    total, held = await store.retention.count_purgeable_deliveries(age)
-    if dry_run or not total:
-        return PurgedKind("deliveries", age, total, 0, 0, held)
-    deleted, batches = await _in_batches(
+def _deliveries(store: Store) -> _Step:
+    return _Step(
         "deliveries",
-        lambda n: store.retention.purge_deliveries(age, n),
+        store.retention.count_purgeable_deliveries,
+        store.retention.purge_deliveries,
+    )
+
+
+def _rejected(store: Store) -> _Step:
+    async def count(age: float) -> tuple[int, int]:
+        return await store.rejected.count_purgeable_rejected(age), 0
+
+    return _Step("rejected", count, store.rejected.purge_rejected, progress=False)
+
+
+async def _purge_step(
+    step: _Step,
+    age: float,
+    bound: _Bound,
+    dry_run: bool,
+    progress: Progress | None,
+    pacer: BatchPacer,
+) -> PurgedKind:
+    total, held = await step.count(age)
+    if dry_run or not total:
+        return PurgedKind(step.kind, age, total, 0, 0, held)
+    deleted, batches = await _in_batches(
+        step.kind,
+        lambda n: step.delete(age, n),
         total,
         bound,
-        progress,
+        progress if step.progress else None,
         pacer,
     )
-    return PurgedKind("deliveries", age, total, deleted, batches, held)
+    return PurgedKind(step.kind, age, total, deleted, batches, held)
 
 
 async def _in_batches(
