@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 import httpx
 
+from hookinbox.store import DeadLetterCriteria
 from tests.admin.support import admin_config, login
 from tests.admin.test_admin_inputs import csrf_of
 from tests.support.inbox import running_inbox
@@ -28,7 +29,9 @@ async def test_preview_then_confirm_retries_exactly_the_previewed_and_redirects(
         await add_delivery(store, "evt_keep", source="test", actions=("crm",))
         await settle_all(store, "failed", error="connect_error")
         await login(client, inbox.base_url)
-        dead = await store.queue.list_dead_letters(source="other", order="oldest_failure")
+        dead = await store.queue.list_dead_letters(
+            DeadLetterCriteria(source="other"), order="oldest_failure"
+        )
         assert len(dead) == 4
         base = f"{inbox.base_url}/admin/dead-letters/retry-matching"
         preview = await client.get(f"{base}?source=OTHER&reason=connect_error&since=1h&limit=3")

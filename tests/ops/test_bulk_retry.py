@@ -10,7 +10,7 @@ import pytest
 
 from hookinbox import ops
 from hookinbox.errors import InvalidArgument, OperationRefused
-from hookinbox.store import Store
+from hookinbox.store import DeadLetterCriteria, Store
 from tests.support.inbox import make_config
 from tests.support.journal import add_delivery, settle_all
 
@@ -56,8 +56,8 @@ async def test_a_preview_names_the_count_and_the_selection_and_the_retry_takes_e
         store, config, limit=10, matching=wanted, actor=ACTOR, dry_run=True
     )
     assert rest.matched == 2 and [i.job_id for i in rest.items] == connect[3:]
-    assert await store.queue.count_dead_letters(source="other") == 3
-    assert await store.queue.count_dead_letters(reason="http_503") == 2
+    assert await store.queue.count_dead_letters(DeadLetterCriteria(source="other")) == 3
+    assert await store.queue.count_dead_letters(DeadLetterCriteria(reason="http_503")) == 2
 
 
 async def test_a_confirmation_refuses_when_the_selection_changed_since_the_preview(

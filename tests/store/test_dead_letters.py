@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from hookinbox.store import DeadLetterOrder, JobDetail, Store
+from hookinbox.store import DeadLetterCriteria, DeadLetterOrder, JobDetail, Store
 from tests.store.test_contract import new_delivery
 
 
@@ -76,7 +76,11 @@ async def test_each_order_and_its_keyset_pages(store: Store) -> None:
 )
 async def test_each_filter(store: Store, filters: dict[str, object], names: list[str]) -> None:
     ids = await _dead_letters(store)
-    assert _names(ids, await store.queue.list_dead_letters(**filters)) == names  # type: ignore[arg-type]
+    limit = filters.get("limit", 50)
+    wanted = {key: value for key, value in filters.items() if key != "limit"}
+    criteria = DeadLetterCriteria(**wanted)  # type: ignore[arg-type]
+    listed = await store.queue.list_dead_letters(criteria, limit=limit)  # type: ignore[arg-type]
+    assert _names(ids, listed) == names
 
 
 async def test_since_keeps_those_failed_at_or_after_it(store: Store) -> None:
@@ -86,7 +90,9 @@ async def test_since_keeps_those_failed_at_or_after_it(store: Store) -> None:
     assert failed_at is not None and failed_at.tzinfo is not None
     # A millisecond early: SQLite keeps times as REAL seconds, a float round trip away.
     since = failed_at - timedelta(milliseconds=1)
-    recent = await store.queue.list_dead_letters(order="oldest_failure", since=since)
+    recent = await store.queue.list_dead_letters(
+        DeadLetterCriteria(since=since), order="oldest_failure"
+    )
     assert _names(ids, recent) == ["1x", "2x", "1y"]
     detail = recent[0]
     assert (detail.state, detail.last_error, detail.attempts) == ("failed", "boom", 1)

@@ -20,32 +20,16 @@ from hookinbox.config import Config
 from hookinbox.errors import InvalidArgument, NotFound, OperationRefused, PayloadPurged
 from hookinbox.ops.eligibility import why_not_runnable
 from hookinbox.ops.search import clean_term, source_name
-from hookinbox.store import JobDetail, Store, iso
+from hookinbox.store import DeadLetterCriteria, JobDetail, Store, iso
 
 #: The most dead letters one bulk retry may touch.
 MAX_BULK = 10_000
 
 
 @dataclass(frozen=True, slots=True)
-class DeadLetterFilter:
-    """Which dead letters a bulk retry takes: every field optional; times are failure
-    times (``since`` inclusive, ``until`` exclusive)."""
-
-    source: str | None = None
-    action: str | None = None
-    reason: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-
-    def where(self) -> dict[str, Any]:
-        """The filter as the store's dead-letter queries take it (keyword arguments)."""
-        return {
-            "source": self.source,
-            "action": self.action,
-            "reason": self.reason,
-            "since": self.since,
-            "until": self.until,
-        }
+class DeadLetterFilter(DeadLetterCriteria):
+    """Which dead letters a listing or a bulk retry takes, as an operator gives it: the
+    store's criteria, checked against the config before the store sees them."""
 
     def checked(self, config: Config) -> DeadLetterFilter:
         """The filter with its source resolved and its terms cleaned (a bad one refused)."""
@@ -57,13 +41,7 @@ class DeadLetterFilter:
         )
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "action": self.action,
-            "reason": self.reason,
-            "since": iso(self.since),
-            "until": iso(self.until),
-        }
+        return {**self.params(), "since": iso(self.since), "until": iso(self.until)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +123,7 @@ async def dlq_list(
         raise InvalidArgument("--limit must be at least 1")
     wanted = (matching or DeadLetterFilter(source=source, since=since)).checked(config)
     jobs = await store.queue.list_dead_letters(
-        order="newest_failure", **wanted.where(), before=clean_term(before, "page"), limit=limit
+        wanted, order="newest_failure", before=clean_term(before, "page"), limit=limit
     )
     return DeadLetterListing(jobs, config.operations.dlq_review_days)
 
@@ -198,10 +176,8 @@ async def dlq_retry_all(
     wanted = (matching or DeadLetterFilter(source=source)).checked(config)
     if wanted.since and wanted.until and wanted.since >= wanted.until:
         raise InvalidArgument("since must be before until")
-    matched = await store.queue.count_dead_letters(**wanted.where())
-    jobs = await store.queue.list_dead_letters(
-        **wanted.where(), limit=limit, order="oldest_failure"
-    )
+    matched = await store.queue.count_dead_letters(wanted)
+    jobs = await store.queue.list_dead_letters(wanted, limit=limit, order="oldest_failure")
     if expect is not None and not dry_run and len(jobs) != expect:
         raise OperationRefused(
             f"the selection changed since the preview: {len(jobs)} dead letters now, "

@@ -16,9 +16,11 @@ from hookinbox.store.audit import AUDIT
 from hookinbox.store.hot_path import HotPath, settle_params
 from hookinbox.store.operator_records import JobDetail
 from hookinbox.store.records import (
+    EVERY_DEAD_LETTER,
     AttemptDetail,
     AttemptView,
     ClaimedJob,
+    DeadLetterCriteria,
     JobState,
     Settlement,
 )
@@ -26,8 +28,6 @@ from hookinbox.store.sql import WAKE, Sql, Tx, many, rows
 from hookinbox.store.statements import load_statements
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from hookinbox.store.driver import Driver
 
 _SQL = load_statements("queue")
@@ -222,42 +222,19 @@ class Queue:
 
     async def list_dead_letters(
         self,
+        matching: DeadLetterCriteria = EVERY_DEAD_LETTER,
         *,
-        source: str | None = None,
-        action: str | None = None,
-        reason: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
         before: str | None = None,
         order: DeadLetterOrder = "newest_job",
         limit: int = 50,
     ) -> list[JobDetail]:
-        """Failed jobs (the one dead-letter listing): of a source, an action, with a
-        last error (``reason``), failed at or after ``since`` and before ``until``; a
-        keyset page after the job ``before`` in ``order``."""
+        """Failed jobs (the one dead-letter listing) that meet ``matching``; a keyset
+        page after the job ``before`` in ``order``."""
         found = await self._db.rows(
-            _DEAD_LETTERS[order],
-            source=source,
-            action=action,
-            reason=reason,
-            since=since,
-            until=until,
-            before=before,
-            limit=limit,
+            _DEAD_LETTERS[order], **matching.params(), before=before, limit=limit
         )
         return [JobDetail.from_row(r, self._db.decode_time) for r in found]
 
-    async def count_dead_letters(
-        self,
-        *,
-        source: str | None = None,
-        action: str | None = None,
-        reason: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> int:
+    async def count_dead_letters(self, matching: DeadLetterCriteria = EVERY_DEAD_LETTER) -> int:
         """How many failed jobs :meth:`list_dead_letters` would find with no limit."""
-        found = await self._db.value(
-            _COUNT_DEAD, source=source, action=action, reason=reason, since=since, until=until
-        )
-        return int(found)
+        return int(await self._db.value(_COUNT_DEAD, **matching.params()))

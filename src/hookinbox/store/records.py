@@ -363,6 +363,32 @@ class PayloadMatch:
 
 
 @dataclass(frozen=True, slots=True)
+class DeadLetterCriteria:
+    """Which failed jobs a dead-letter query takes: every field optional; ``reason`` is
+    the last error; times are failure times (``since`` inclusive, ``until`` exclusive)."""
+
+    source: str | None = None
+    action: str | None = None
+    reason: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def params(self) -> dict[str, object]:
+        """The criteria as the dead-letter statements' parameters."""
+        return {
+            "source": self.source,
+            "action": self.action,
+            "reason": self.reason,
+            "since": self.since,
+            "until": self.until,
+        }
+
+
+#: The criteria every dead letter meets.
+EVERY_DEAD_LETTER = DeadLetterCriteria()
+
+
+@dataclass(frozen=True, slots=True)
 class DeliverySearch:
     """A keyset page of the journal, newest first. ``since``/``until`` become bounds on
     the time-ordered delivery id, so the primary key serves them (and the payloads' key,
