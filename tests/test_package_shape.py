@@ -85,36 +85,12 @@ def test_errors_become_statuses_only_in_http_errors() -> None:
     assert found == []
 
 
-#: Class names two modules still share, each for a reason outside a rename's reach.
-_SHARED_NAMES = {
-    # The API's wire models are named as their OpenAPI schemas
-    # (``#/components/schemas/Source``), which clients generate code from: renaming one
-    # changes the published document.
-    "Source": {"hookinbox.api.models", "hookinbox.config.model"},
-    "Sources": {"hookinbox.api.models", "hookinbox.store.sources"},
-    "SourceState": {"hookinbox.api.models", "hookinbox.store.operator_records"},
-    "Reviews": {"hookinbox.api.models", "hookinbox.store.reviews"},
-    "Finding": {
-        "hookinbox.api.models",
-        "hookinbox.ops.reconcile",
-        "hookinbox.store.resource_records",
-    },
-    # The store's tables of tracked resources, renamed with the store's own layout.
-    "Resources": {"hookinbox.resources.service", "hookinbox.store.resources"},
-}
-
-
 def test_no_two_classes_share_a_name() -> None:
     where: dict[str, set[str]] = {}
     for module, name, _node in _classes():
         where.setdefault(name, set()).add(module)
-    shared = {name: modules for name, modules in where.items() if len(modules) > 1}
-    unexpected = {
-        name: sorted(modules)
-        for name, modules in shared.items()
-        if not modules <= _SHARED_NAMES.get(name, set())
-    }
-    assert unexpected == {}
+    shared = {name: sorted(modules) for name, modules in where.items() if len(modules) > 1}
+    assert shared == {}
 
 
 def test_no_module_of_the_worker_is_over_400_lines() -> None:

@@ -4,6 +4,8 @@ token's name, and errors as ``{"error": code}`` with a 4xx."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -53,6 +55,19 @@ async def test_a_request_without_a_valid_token_is_401_and_a_read_token_cannot_wr
     assert await store.audit.list_operator_actions() == []
     # The document needs no token: it describes routes, never data.
     assert (await api.get("/openapi.json")).json()["openapi"] == "3.1.0"
+
+
+async def test_the_document_names_each_schema_by_its_title_and_every_ref_resolves(
+    api: httpx.AsyncClient,
+) -> None:
+    """Clients generate code from the schema names: a model class named apart from a
+    namesake in the package still publishes its schema under its title."""
+    document = (await api.get("/openapi.json")).json()
+    schemas = document["components"]["schemas"]
+    assert {"Source", "Sources", "SourceState", "Finding", "Reconciliation"} <= schemas.keys()
+    assert [name for name, schema in schemas.items() if schema["title"] != name] == []
+    refs = set(re.findall(r'"#/components/schemas/([^"]+)"', json.dumps(document)))
+    assert refs and refs <= schemas.keys()
 
 
 async def test_search_and_show_a_delivery_with_its_trace(

@@ -4,7 +4,9 @@ They serve twice: a request's query and body are validated with them (a value ou
 the shape is a 400 ``invalid_argument``), and the OpenAPI document is generated from
 them (:mod:`hookinbox.api.spec`), so the document cannot drift from what is checked.
 Answers are what the operator functions' ``as_json()`` return; their models list the
-fields a client may rely on and allow more (a later version may add fields).
+fields a client may rely on and allow more (a later version may add fields). A model
+whose class is named apart from a namesake elsewhere in the package keeps its published
+schema name as its ``title``: clients generate code from those names.
 """
 
 from __future__ import annotations
@@ -282,7 +284,9 @@ class ReplayReport(_Output):
     jobs: list[ReplayJob]
 
 
-class Source(_Output):
+class SourceEntry(_Output):
+    model_config = ConfigDict(title="Source")
+
     source: str
     configured: bool
     scheme: str | None
@@ -294,10 +298,12 @@ class Source(_Output):
 
 
 class Sources(_Output):
-    sources: list[Source]
+    sources: list[SourceEntry]
 
 
-class SourceState(_Output):
+class SourcePauseState(_Output):
+    model_config = ConfigDict(title="SourceState")
+
     source: str
     paused: bool
     reason: str | None
@@ -330,7 +336,9 @@ class Reviews(_Output):
     reviews: list[ReviewWithDeadline]
 
 
-class Finding(_Output):
+class ReconcileFinding(_Output):
+    model_config = ConfigDict(title="Finding")
+
     check: str
     title: str
     count: int
@@ -340,7 +348,7 @@ class Finding(_Output):
 class Reconciliation(_Output):
     clean: bool
     total: int
-    findings: list[Finding]
+    findings: list[ReconcileFinding]
 
 
 class RejectedRow(_Output):

@@ -52,10 +52,31 @@ class RouteSpec:
 
 
 def _schema(model: type[BaseModel], components: dict[str, Any]) -> dict[str, Any]:
+    """``model``'s schema and those it refers to, added to ``components`` under their
+    titles (the class name unless ``model_config`` sets one), so a model class can be
+    named apart from a namesake elsewhere in the package without renaming its schema."""
     schema = model.model_json_schema(ref_template=_REF)
-    components.update(schema.pop("$defs", {}))
-    components[model.__name__] = schema
-    return {"$ref": _REF.format(model=model.__name__)}
+    defs: dict[str, Any] = schema.pop("$defs", {})
+    names = {name: found.get("title", name) for name, found in defs.items()}
+    for name, found in defs.items():
+        components[names[name]] = _renamed(found, names)
+    components[schema["title"]] = _renamed(schema, names)
+    return {"$ref": _REF.format(model=schema["title"])}
+
+
+def _renamed(node: Any, names: dict[str, str]) -> Any:
+    """``node`` with each ``$ref`` to a class name pointing at that schema's title."""
+    if isinstance(node, list):
+        return [_renamed(item, names) for item in node]
+    if not isinstance(node, dict):
+        return node
+    prefix = _REF.format(model="")
+    return {
+        key: prefix + names.get(value.removeprefix(prefix), value.removeprefix(prefix))
+        if key == "$ref" and isinstance(value, str) and value.startswith(prefix)
+        else _renamed(value, names)
+        for key, value in node.items()
+    }
 
 
 def _not_null(schema: dict[str, Any]) -> dict[str, Any]:
