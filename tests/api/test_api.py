@@ -193,7 +193,7 @@ async def test_bodies_and_routes_outside_the_contract_are_4xx_json(
         ("POST", "/dead-letters/retry", {"content": b"{not json"}),
         ("POST", "/dead-letters/retry", {"json": {"limit": 5, "surprise": 1}}),
         ("POST", "/dead-letters/retry", {"json": {"limit": 100000}}),
-        ("POST", "/dead-letters/retry", {}),
+        ("POST", "/dead-letters/retry", {"json": {"dry_run": False}}),
         ("POST", "/dead-letters/retry", {"json": {"limit": 5, "since": "\x00"}}),
         ("POST", "/sources/test/pause", {"json": ["a"]}),
         ("GET", "/deliveries/dlv%00x", {}),

@@ -210,6 +210,7 @@ async def test_pause_resume_and_the_receivers_view(store: Store, db_url: str) ->
             "configured": True,
             "scheme": "standard-webhooks",
             "routes": ["count"],
+            "state": "paused",
             "paused": True,
             "reason": "contract v2",
             "changed_at": listed[0]["changed_at"],

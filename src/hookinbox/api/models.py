@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hookinbox.ops.dlq import MAX_BULK
+from hookinbox.ops.dlq import BULK_PREVIEW, MAX_BULK
 from hookinbox.ops.search import MAX_TERM
 
 #: The most dead letters one API retry may touch.
@@ -41,6 +41,7 @@ When = Annotated[
 ]
 Status = Literal["accepted", "processing", "completed", "failed"]
 OutboxStateName = Literal["pending", "sending", "sent", "failed"]
+SourceStateName = Literal["receiving", "paused", "not_configured"]
 Duration = Annotated[
     str,
     Field(max_length=20, pattern=r"^\s*\d+(\.\d+)?\s*(ms|s|m|h|d|w)?\s*$"),
@@ -108,7 +109,12 @@ class RetryMatching(_Input):
     reason: Term | None = None
     since: When | None = None
     until: When | None = None
-    limit: int = Field(..., ge=1, le=min(MAX_API_RETRY, MAX_BULK))
+    limit: int | None = Field(
+        None,
+        ge=1,
+        le=min(MAX_API_RETRY, MAX_BULK),
+        description=f"Needed to retry; a dry run without one previews {BULK_PREVIEW}",
+    )
     dry_run: bool = Field(True, description="The preview (the default): change nothing")
     expect: int | None = Field(
         None, ge=0, le=MAX_API_RETRY, description="Refuse unless exactly this many are selected"
@@ -138,7 +144,7 @@ class RejectedRetry(_Input):
     )
     all: bool = Field(False, description="Every one not yet accepted, oldest first, to limit")
     source: Term | None = Field(None, description="With all: only this source")
-    limit: int = Field(100, ge=1, le=MAX_REJECTED_RETRY)
+    limit: int | None = Field(None, ge=1, le=MAX_REJECTED_RETRY, description="Needed with all")
 
 
 class OutboxQueryParams(_Input):
@@ -291,6 +297,7 @@ class SourceEntry(_Output):
     configured: bool
     scheme: str | None
     routes: list[str]
+    state: SourceStateName = Field(description="One word, the CLI's and the admin's")
     paused: bool
     reason: str | None
     changed_at: str | None

@@ -55,6 +55,8 @@ log = get_logger("hookinbox.api")
 
 #: The largest request body the API reads (its bodies are a few fields).
 MAX_BODY = 16 * 1024
+#: The CLI's rule in the API's words: a real bulk retry is bounded by the caller.
+BULK_NEEDS_LIMIT = "a retry of many needs a limit (a dry run does not)"
 
 
 # -- handlers -------------------------------------------------------------------------
@@ -118,15 +120,16 @@ async def list_dead_letters(call: Call) -> dict[str, Any]:
 
 
 async def retry_matching(call: Call) -> dict[str, Any]:
-    body: models.RetryMatching | None = call.body
-    if body is None:
-        raise InvalidArgument("a JSON body with at least a limit")
+    body: models.RetryMatching = call.body or models.RetryMatching.model_validate({})
     if not body.dry_run and not call.token.allows("operate"):
         raise Forbidden("a retry needs the operate scope (a dry run needs read)")
+    limit = ops.bulk_limit(body.limit, dry_run=body.dry_run)
+    if limit is None:
+        raise InvalidArgument(BULK_NEEDS_LIMIT)
     report = await ops.dlq_retry_all(
         call.store,
         call.config,
-        limit=body.limit,
+        limit=limit,
         matching=_filter(body),
         expect=body.expect,
         actor=call.actor,
@@ -209,14 +212,17 @@ async def retry_rejected(call: Call) -> dict[str, Any]:
     body: models.RejectedRetry | None = call.body
     if body is None or bool(body.ids) == body.all:
         raise InvalidArgument("name the rejected ids, or all: true (with limit, source)")
-    if body.source is not None and not body.all:
-        raise InvalidArgument("source goes with all: true")
+    if (body.source is not None or body.limit is not None) and not body.all:
+        raise InvalidArgument("source and limit go with all: true")
+    if body.all and body.limit is None:
+        raise InvalidArgument(BULK_NEEDS_LIMIT)
+    ids = list(dict.fromkeys(body.ids or ()))
     results = await retry_rejected_many(
         call.receiver,
         call.store,
-        ids=list(dict.fromkeys(body.ids or ())) or None,
+        ids=ids or None,
         source=body.source,
-        limit=body.limit,
+        limit=body.limit or len(ids),
         actor=call.actor,
     )
     accepted = sum(r.outcome in ("accepted", "duplicate") for r in results)

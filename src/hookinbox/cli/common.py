@@ -43,12 +43,6 @@ json_option = click.option(
 )
 
 
-#: The one rule of every bulk command (``dlq retry --all``, ``rejected retry --all``): it
-#: changes nothing without an explicit ``--limit N``; a ``--dry-run`` needs none and
-#: previews up to this many.
-BULK_PREVIEW = 100
-
-
 def bulk_needs_limit(command: str) -> str:
     return f"{command} needs --limit N: a bulk command is always bounded"
 

@@ -6,7 +6,6 @@ import click
 
 from hookinbox import ops
 from hookinbox.cli.common import (
-    BULK_PREVIEW,
     bulk_needs_limit,
     config_option,
     json_option,
@@ -81,7 +80,7 @@ def dlq_list(
     "--limit",
     type=int,
     default=None,
-    help=f"Most dead letters to retry with --all (a --dry-run previews {BULK_PREVIEW}).",
+    help=f"Most dead letters to retry with --all (a --dry-run previews {ops.BULK_PREVIEW}).",
 )
 @click.option("--source", default=None, help="With --all: only this source.")
 @click.option("--action", default=None, help="With --all: only this action.")
@@ -116,7 +115,8 @@ def dlq_retry(
     filtered = any(v is not None for v in (source, action, reason, since, until, expect))
     if retry_all == (job_id is not None):
         raise InvalidArgument("give either JOB_ID or --all --limit N")
-    if retry_all and limit is None and not dry_run:
+    bounded = ops.bulk_limit(limit, dry_run=dry_run)
+    if retry_all and bounded is None:
         raise OperationRefused(bulk_needs_limit("dlq retry --all"))
     if job_id is not None and (limit is not None or filtered):
         raise InvalidArgument("--limit and the filters go with --all, not with JOB_ID")
@@ -136,10 +136,11 @@ def dlq_retry(
                 return await ops.dlq_retry(
                     store, config, job_id.strip(), actor=actor, dry_run=dry_run
                 )
+            assert bounded is not None  # refused above
             return await ops.dlq_retry_all(
                 store,
                 config,
-                limit=BULK_PREVIEW if limit is None else limit,
+                limit=bounded,
                 matching=matching,
                 expect=expect,
                 actor=actor,
@@ -161,7 +162,7 @@ def dlq_retry(
     verb = "would requeue" if dry_run else "requeued"
     click.echo(f"{verb} {sum(i.outcome != 'refused' for i in report.items)} of {len(report.items)}")
     if dry_run and report.matched is not None:
-        bound = f"--limit {BULK_PREVIEW} " if limit is None else ""
+        bound = f"--limit {ops.BULK_PREVIEW} " if limit is None else ""
         click.echo(
             f"to retry exactly these: add {bound}--expect {len(report.items)} and drop --dry-run"
         )

@@ -31,11 +31,13 @@ from __future__ import annotations
 from hookinbox.ops.actor import default_actor
 from hookinbox.ops.destination_list import DestinationRow, list_destinations
 from hookinbox.ops.dlq import (
+    BULK_PREVIEW,
     MAX_BULK,
     DeadLetterFilter,
     DeadLetterListing,
     DlqRetryResult,
     RetriedJob,
+    bulk_limit,
     dlq_list,
     dlq_retry,
     dlq_retry_all,
@@ -79,6 +81,7 @@ from hookinbox.ops.tracked import (
 from hookinbox.ops.views import OperatorViews
 
 __all__ = [
+    "BULK_PREVIEW",
     "MAX_BULK",
     "PIPELINE_CHECKS",
     "DeadLetterFilter",
@@ -108,6 +111,7 @@ __all__ = [
     "TracedJob",
     "TrackedResource",
     "TrackedResourceList",
+    "bulk_limit",
     "default_actor",
     "dlq_list",
     "dlq_retry",

@@ -24,6 +24,18 @@ from hookinbox.store import DeadLetterCriteria, JobDetail, Store, iso
 
 #: The most dead letters one bulk retry may touch.
 MAX_BULK = 10_000
+#: The one rule of every bulk retry (dead letters, rejected deliveries) on every surface:
+#: it changes nothing without an explicit limit; a dry run needs none and previews up to
+#: this many.
+BULK_PREVIEW = 100
+
+
+def bulk_limit(limit: int | None, *, dry_run: bool) -> int | None:
+    """The limit a bulk retry runs with: the one given, the preview's for a dry run, or
+    None for a real run without one (the caller refuses it in its own surface's words)."""
+    if limit is not None:
+        return limit
+    return BULK_PREVIEW if dry_run else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,7 @@ class SourceRow:
             "configured": self.configured,
             "scheme": self.scheme,
             "routes": list(self.routes),
+            "state": self.status,
             "paused": self.paused,
             "reason": state.reason if state and state.paused else None,
             "changed_at": iso(state.changed_at) if state else None,

@@ -94,8 +94,7 @@ async def retry_rejected_many(
                 raise NotFound(f"no rejected delivery {rejected_id!r}")
             chosen.append(found)
     else:
-        listed = await store.rejected.list_rejected(source=source, limit=limit)
-        for item in reversed(listed):
+        for item in await store.rejected.oldest_unsettled_rejected(source=source, limit=limit):
             found = await store.rejected.get_rejected(item.id)
             if found is not None:
                 chosen.append(found)

@@ -95,6 +95,7 @@ _RING_LOCK = _SQL["ring_lock"]
 # The ring: the source's rows newest first; past max_rows, or past max_bytes in total.
 _TRIM = _SQL["trim"]
 _LIST = _SQL["list"]
+_OLDEST = _SQL["oldest_unsettled"]
 _GET = _SQL["get"]
 _MARK = _SQL["mark"]
 _COUNT_OLD = _SQL["count_old"]
@@ -145,6 +146,14 @@ class RejectedDeliveries:
         found = await self._db.rows(
             _LIST, source=source, everything=include_settled, before=before, limit=limit
         )
+        return [RejectedDelivery.read(r, self._db.decode_time) for r in found]
+
+    async def oldest_unsettled_rejected(
+        self, *, source: str | None = None, limit: int
+    ) -> list[RejectedDelivery]:
+        """Not yet accepted by a retry, oldest first (by first seen): a bulk retry catches
+        up in the order the provider sent them."""
+        found = await self._db.rows(_OLDEST, source=source, limit=limit)
         return [RejectedDelivery.read(r, self._db.decode_time) for r in found]
 
     async def get_rejected(self, rejected_id: str) -> RejectedDelivery | None:

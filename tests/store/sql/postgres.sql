@@ -1608,7 +1608,7 @@ SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_k
     first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id
 FROM rejected_deliveries
 WHERE (source = $1 OR $1 IS NULL)
-  AND ($2 OR retry_outcome IS NULL OR retry_outcome NOT IN ('accepted', 'duplicate'))
+  AND ($2 OR (retry_outcome IS NULL OR retry_outcome NOT IN ('accepted', 'duplicate')))
   AND (id < $3 OR $3 IS NULL)
 ORDER BY id DESC
 LIMIT $4;
@@ -1618,6 +1618,16 @@ LIMIT $4;
 UPDATE rejected_deliveries
 SET retried_at = now(), retry_outcome = $1, retry_delivery_id = $2
 WHERE id = $3;
+
+-- name: rejected_deliveries.oldest_unsettled
+-- params: $1 source, $2 limit
+SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers,
+    first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id
+FROM rejected_deliveries
+WHERE (source = $1 OR $1 IS NULL)
+  AND (retry_outcome IS NULL OR retry_outcome NOT IN ('accepted', 'duplicate'))
+ORDER BY id
+LIMIT $2;
 
 -- name: rejected_deliveries.purge
 -- params: $1 age, $2 limit

@@ -1259,7 +1259,7 @@ SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_k
     first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id
 FROM rejected_deliveries
 WHERE (source = :source OR :source IS NULL)
-  AND (:everything OR retry_outcome IS NULL OR retry_outcome NOT IN ('accepted', 'duplicate'))
+  AND (:everything OR (retry_outcome IS NULL OR retry_outcome NOT IN ('accepted', 'duplicate')))
   AND (id < :before OR :before IS NULL)
 ORDER BY id DESC
 LIMIT :limit;
@@ -1268,6 +1268,15 @@ LIMIT :limit;
 UPDATE rejected_deliveries
 SET retried_at = ((julianday('now') - 2440587.5) * 86400.0), retry_outcome = :outcome, retry_delivery_id = :delivery_id
 WHERE id = :id;
+
+-- name: rejected_deliveries.oldest_unsettled
+SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers,
+    first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id
+FROM rejected_deliveries
+WHERE (source = :source OR :source IS NULL)
+  AND (retry_outcome IS NULL OR retry_outcome NOT IN ('accepted', 'duplicate'))
+ORDER BY id
+LIMIT :limit;
 
 -- name: rejected_deliveries.purge
 DELETE FROM rejected_deliveries

@@ -25,19 +25,34 @@ WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER w AS n, CAST(sum(store
     last_seen_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) ranked WHERE n
     > :max_rows OR total > :max_bytes);
 
--- name: list
-SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers,
+-- fragment: listed
+id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers,
     first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id
+
+-- fragment: unsettled
+-- Not yet accepted by a retry.
+(retry_outcome IS NULL OR retry_outcome NOT IN ('accepted', 'duplicate'))
+
+-- name: list
+SELECT {include:listed}
 FROM rejected_deliveries
 WHERE (source = :source OR :source IS NULL)
-  AND (:everything OR retry_outcome IS NULL OR retry_outcome NOT IN ('accepted', 'duplicate'))
+  AND (:everything OR {include:unsettled})
   AND (id < :before OR :before IS NULL)
 ORDER BY id DESC
 LIMIT :limit;
 
+-- name: oldest_unsettled
+-- Oldest first: a bulk retry catches up in the order the provider sent them.
+SELECT {include:listed}
+FROM rejected_deliveries
+WHERE (source = :source OR :source IS NULL)
+  AND {include:unsettled}
+ORDER BY id
+LIMIT :limit;
+
 -- name: get
-SELECT id, source, reason, body_sha256, body_bytes, (body IS NOT NULL) AS body_kept, headers,
-    first_seen_at, last_seen_at, seen, retried_at, retry_outcome, retry_delivery_id, body
+SELECT {include:listed}, body
 FROM rejected_deliveries
 WHERE id = :id;
 
