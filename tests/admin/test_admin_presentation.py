@@ -11,10 +11,10 @@ from hookinbox.admin.presentation import (
     Flash,
     chart,
     format_time,
-    relative_time,
     retry_summary,
     time_element,
 )
+from hookinbox.times import relative_time
 
 NOW = datetime(2026, 12, 1, 5, 33, 36, 123456, tzinfo=UTC)
 
@@ -25,6 +25,12 @@ def test_times_carry_milliseconds_and_read_relative() -> None:
     assert relative_time(NOW - timedelta(minutes=5, seconds=3), NOW) == "5 min ago"
     assert relative_time(NOW - timedelta(hours=3), NOW) == "3 h ago"
     assert relative_time(NOW + timedelta(minutes=2), NOW) == "in 2 min"
+    assert relative_time(NOW - timedelta(milliseconds=300), NOW) == "now"
+    # The CLI's table says the same in at most 10 characters, the date past 99 days.
+    assert relative_time(NOW - timedelta(minutes=5, seconds=3), NOW, compact=True) == "5m ago"
+    assert relative_time(NOW + timedelta(days=6), NOW, compact=True) == "in 6d"
+    assert relative_time(NOW - timedelta(days=99), NOW, compact=True) == "99d ago"
+    assert relative_time(NOW - timedelta(days=100), NOW, compact=True) == "2026-08-23"
     shown = str(time_element(NOW - timedelta(seconds=90), NOW))
     assert 'title="2026-12-01 05:32:06.123 UTC"' in shown and ">1 min ago<" in shown
     assert 'datetime="2026-12-01T05:32:06.123Z"' in shown

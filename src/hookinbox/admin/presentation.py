@@ -21,6 +21,7 @@ from markupsafe import Markup
 from hookinbox import ops
 from hookinbox.errors import InvalidArgument
 from hookinbox.store import AttemptView
+from hookinbox.times import relative_time
 
 
 def format_time(value: datetime | None) -> str:
@@ -28,19 +29,6 @@ def format_time(value: datetime | None) -> str:
     if not value:
         return ""
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-def relative_time(value: datetime, now: datetime) -> str:
-    """``12 s ago``, ``5 min ago``, ``3 h ago``, ``2 d ago`` (``in 5 min`` ahead)."""
-    seconds = (now - value).total_seconds()
-    ahead, seconds = seconds < 0, abs(seconds)
-    if seconds < 1:
-        return "now"
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "min"), (1, "s")):
-        if seconds >= size:
-            amount = f"{int(seconds // size)} {unit}"
-            return f"in {amount}" if ahead else f"{amount} ago"
-    return "now"  # pragma: no cover - the loop always returns
 
 
 def time_element(value: datetime | None, now: datetime) -> Markup:

@@ -25,6 +25,7 @@ import click
 
 from hookinbox.errors import InvalidArgument
 from hookinbox.store import iso
+from hookinbox.times import relative_time
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -98,24 +99,6 @@ def terminal_width() -> int:
 
 
 # -- times ----------------------------------------------------------------------------------
-def ago(value: datetime | None, now: datetime) -> str:
-    """``12s ago``, ``3m ago``, ``2h ago``, ``6d ago`` (``in 6d`` ahead); the date past 99
-    days. At most 10 characters, so a time column never wraps."""
-    if value is None:
-        return ""
-    seconds = (now - value).total_seconds()
-    ahead, seconds = seconds < 0, abs(seconds)
-    if seconds >= 100 * 86400:
-        return value.astimezone(UTC).strftime("%Y-%m-%d")
-    if seconds < 1:
-        return "now"
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "m"), (1, "s")):
-        if seconds >= size:
-            amount = f"{int(seconds // size)}{unit}"
-            return f"in {amount}" if ahead else f"{amount} ago"
-    return "now"  # pragma: no cover - the loop always returns
-
-
 def utc_seconds(value: datetime | None) -> str:
     """``2026-12-01T21:58:16Z``: what ``--wide`` shows."""
     if value is None:
@@ -190,7 +173,7 @@ def table_lines(
 
     def text(i: int, value: Cell) -> str:
         if isinstance(value, datetime):
-            return utc_seconds(value) if wide else ago(value, now)
+            return utc_seconds(value) if wide else relative_time(value, now, compact=True)
         return "" if value is None else " ".join(str(value).split())
 
     cells = [{i: text(i, row[i]) for i in shown} for row in rows]
