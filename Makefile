@@ -76,7 +76,7 @@ docs-deps: $(DOCS_STAMP)
 docs: venv docs-deps
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-# The peers of `make bench` (procrastinate, pgqueuer) come from the optional extra `bench`.
+# The peers of `make bench` (procrastinate, pgqueuer, Celery with redis-py) come from the optional extra `bench`.
 BENCH_STAMP := $(VENV)/.bench-stamp
 $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

@@ -36,20 +36,12 @@ from harness import (
     hookinbox_serve_cmd,
     hookinbox_worker_cmd,
     log,
-    postgres_cpu_seconds,
+    server_cpu_seconds,
     signed_requests,
     unique_ids,
 )
-from peer_targets import (
-    PEER_SQL,
-    PEERS,
-    fresh_peer_db,
-    peer_db,
-    peer_env,
-    peer_receiver,
-    peer_worker,
-)
-from tables import HOOKINBOX_SQL, Probe, QueueSql
+from peer_targets import PEERS, fresh_peer_db, peer_env, peer_queue, peer_receiver, peer_worker
+from tables import HOOKINBOX_SQL, Probe, QueueReader, SqlQueueReader
 
 POLL_S = 0.05
 STALL_S = 20.0
@@ -104,8 +96,7 @@ class _Setup:
 
     receiver: Proc
     worker: Proc
-    sql: QueueSql
-    probe: Probe
+    queue: QueueReader
 
 
 async def _setup(target: str, bench: Bench, run: int) -> _Setup:
@@ -118,8 +109,7 @@ async def _setup(target: str, bench: Bench, run: int) -> _Setup:
         return _Setup(
             receiver=peer_receiver(target, port, env, tmp / f"drain-{target}-receiver.log"),
             worker=peer_worker(target, args.concurrency, env, tmp / f"drain-{target}-worker.log"),
-            sql=PEER_SQL[target],
-            probe=await Probe.open_pg(peer_db(target)),
+            queue=await peer_queue(target),
         )
     kind = "sqlite" if target == "hookinbox-sqlite" else "pg"
     store = fresh_hookinbox_store(kind, f"drain_{kind}", tmp)
@@ -138,8 +128,7 @@ async def _setup(target: str, bench: Bench, run: int) -> _Setup:
             bench.env,
             tmp / f"drain-{target}-worker.log",
         ),
-        sql=HOOKINBOX_SQL,
-        probe=await Probe.open(store),
+        queue=SqlQueueReader(await Probe.open(store), HOOKINBOX_SQL),
     )
 
 
@@ -160,9 +149,24 @@ async def _fill(setup: _Setup, bench: Bench, jobs: int) -> float:
     return r.sent / r.elapsed_s
 
 
-async def _drain(setup: _Setup, queued: int, max_s: float, on_pg: bool) -> DrainRun:
-    worker, probe, sql = setup.worker, setup.probe, setup.sql
-    spawned, db_spawned = time.monotonic(), postgres_cpu_seconds()
+#: The server processes that keep each target's queue (their CPU is the "db" column).
+STORE_PROCESSES: dict[str, tuple[bytes, ...]] = {
+    "hookinbox-pg": (b"postgres",),
+    "procrastinate": (b"postgres",),
+    "pgqueuer": (b"postgres",),
+    "celery": (b"beam.smp",),
+}
+
+
+async def _drain(
+    setup: _Setup, queued: int, max_s: float, store: tuple[bytes, ...] | None
+) -> DrainRun:
+    worker, queue = setup.worker, setup.queue
+
+    def store_cpu() -> float:
+        return server_cpu_seconds(store) if store else 0.0
+
+    spawned, db_spawned = time.monotonic(), store_cpu()
     worker.spawn()
     first: tuple[float, int, float | None, float] | None = None
     left = queued
@@ -170,23 +174,23 @@ async def _drain(setup: _Setup, queued: int, max_s: float, on_pg: bool) -> Drain
     try:
         while True:
             await asyncio.sleep(POLL_S)
-            now_left = int(await probe.scalar(sql.unfinished))
+            now_left = await queue.unfinished()
             now = time.monotonic()
             if now_left != left:
                 left, last_change = now_left, now
             if first is None and left < queued:
-                first = (now, left, worker.cpu_seconds(), postgres_cpu_seconds())
+                first = (now, left, worker.cpu_seconds(), store_cpu())
             if left == 0:
                 break
             if not worker.alive():
                 raise RuntimeError(f"worker exited early\n{worker.log_tail()}")
             if now - last_change > STALL_S or now - spawned > max_s:
                 break
-        end, cpu_end, db_end = time.monotonic(), worker.cpu_seconds(), postgres_cpu_seconds()
+        end, cpu_end, db_end = time.monotonic(), worker.cpu_seconds(), store_cpu()
     finally:
         worker.stop()
-    failed = int(await probe.scalar(sql.failed)) if sql.failed else None
-    done = int(await probe.scalar(sql.done))
+    failed = await queue.failed()
+    done = await queue.done()
     if first is None:  # no progress at all
         return DrainRun(0, end - spawned, end - spawned, None, 0.0, left, failed, done)
     t_first, left_first, cpu_first, db_first = first
@@ -203,7 +207,7 @@ async def _drain(setup: _Setup, queued: int, max_s: float, on_pg: bool) -> Drain
         left=left,
         failed=failed,
         done=done,
-        db_cpu_s=db_end - db_first if on_pg else None,
+        db_cpu_s=db_end - db_first if store else None,
     )
 
 
@@ -225,11 +229,11 @@ async def bench_drain(target: str, bench: Bench) -> DrainResult:
             return result
         try:
             fill_rate = await _fill(setup, bench, jobs)
-            queued = int(await setup.probe.scalar(setup.sql.unfinished))
+            queued = await setup.queue.unfinished()
             if queued != jobs:
                 result.notes.append(f"run {i + 1}: {queued:,} jobs queued for {jobs:,} accepted")
             run = await _drain(
-                setup, queued, max_s=max(120.0, jobs / 20), on_pg=target != "hookinbox-sqlite"
+                setup, queued, max_s=max(120.0, jobs / 20), store=STORE_PROCESSES.get(target)
             )
             run.fill_per_s = fill_rate
             result.runs.append(run)
@@ -252,7 +256,7 @@ async def bench_drain(target: str, bench: Bench) -> DrainResult:
             result.notes.append(f"run {i + 1} aborted: {type(exc).__name__}: {exc}")
             log(f"[{target}] drain run {i + 1} aborted: {exc}")
         finally:
-            await setup.probe.close()
+            await setup.queue.close()
             for proc in (setup.receiver, setup.worker):
                 if note := proc.bad_exit():
                     result.notes.append(f"run {i + 1}: {note}")
@@ -261,8 +265,9 @@ async def bench_drain(target: str, bench: Bench) -> DrainResult:
 
 def report(results: dict[str, DrainResult]) -> None:
     print("== drain: N queued no-op jobs, ONE worker process, jobs/s until the queue is empty")
-    print("   cpu = the worker process's CPU over the drain, and per job; db = the PostgreSQL")
-    print("   server's CPU over the same span, per job (every postgres process: a quiet machine)")
+    print("   cpu = the worker process's CPU over the drain, and per job; db = the store server's")
+    print("   CPU over the same span, per job (every postgres process; RabbitMQ's beam.smp for")
+    print("   Celery: a quiet machine)")
     print("   -- the two share the cores, so together they bound jobs/s;")
     print("   start-up = worker spawn to the first job seen done (not in jobs/s)")
     print()
@@ -295,6 +300,8 @@ def report(results: dict[str, DrainResult]) -> None:
         ("hookinbox-pg", "pgqueuer"),
         ("hookinbox-sqlite", "procrastinate"),
         ("hookinbox-sqlite", "pgqueuer"),
+        ("hookinbox-pg", "celery"),
+        ("hookinbox-sqlite", "celery"),
         ("hookinbox-sqlite", "hookinbox-pg"),
     ]
     lines = []
@@ -312,6 +319,11 @@ def report(results: dict[str, DrainResult]) -> None:
             times = rate / pgq.med("jobs_per_s")
             verdict = "met" if times >= 3 else "NOT met"
             lines.append(f"  {'hookinbox-pg / pgqueuer':<50} {times:.2f}x  aim >= 3x: {verdict}")
+        cel = results.get("celery")
+        if cel and cel.runs and cel.med("jobs_per_s"):
+            times = rate / cel.med("jobs_per_s")
+            verdict = "met" if times >= 2 else "NOT met"
+            lines.append(f"  {'hookinbox-pg / celery':<50} {times:.2f}x  aim >= 2x: {verdict}")
     sq = results.get("hookinbox-sqlite")
     if sq and sq.runs:
         rate = sq.med("jobs_per_s")

@@ -364,7 +364,13 @@ def postgres_cpu_seconds() -> float:
     """User + system CPU seconds of the live PostgreSQL server processes on this machine
     (``postgres``: backends, checkpointer, WAL writer ...): what the database spends, to
     set beside a client's own CPU."""
-    return sum(t for name, _, t in _process_times() if name == b"postgres") / _CLK_TCK
+    return server_cpu_seconds((b"postgres",))
+
+
+def server_cpu_seconds(names: tuple[bytes, ...]) -> float:
+    """User + system CPU seconds of the live processes named ``names`` (a store's server:
+    ``postgres``; RabbitMQ's Erlang VM, ``beam.smp``)."""
+    return sum(t for name, _, t in _process_times() if name in names) / _CLK_TCK
 
 
 class Proc:

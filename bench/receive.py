@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import statistics
-from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
 
 from harness import (
     Bench,
@@ -35,7 +33,7 @@ from harness import (
     uvicorn_cmd,
     write_requests,
 )
-from peer_targets import PEER_SQL, PEERS, fresh_peer_db, peer_db, peer_env, peer_receiver
+from peer_targets import PEERS, RowCounter, fresh_peer_db, peer_counter, peer_env, peer_receiver
 from tables import HOOKINBOX_SQL, Probe
 
 HOOKINBOX_TARGETS = ("hookinbox-sqlite", "hookinbox-pg", "hookinbox-pg-x2")
@@ -44,9 +42,6 @@ ALL_TARGETS = ("ceiling", "naive", *HOOKINBOX_TARGETS, *PEERS)
 #: one-process comparison the ratios are about, but show the scale-out path.
 DEFAULT_TARGETS = ("ceiling", "naive", "hookinbox-sqlite", "hookinbox-pg")
 CEILING_REQUESTS = 20_000  # the bare app ignores ids: one file, cycled
-
-#: Row counts after the run, by label: each must match the accepted answers.
-RowCounter = Callable[[], Coroutine[Any, Any, dict[str, int]]]
 
 
 @dataclass
@@ -105,8 +100,7 @@ def make_server(target: str, bench: Bench) -> tuple[Proc, RowCounter | None]:
     if target in PEERS:
         penv = peer_env(target, env, bench.args.pgqueuer_on_conflict)
         fresh_peer_db(target, penv)
-        counter = _pg_counter(peer_db(target), {"jobs": PEER_SQL[target].rows})
-        return peer_receiver(target, port, penv, logfile), counter
+        return peer_receiver(target, port, penv, logfile), peer_counter(target)
     kind = "sqlite" if target == "hookinbox-sqlite" else "pg"
     store = fresh_hookinbox_store(kind, f"receive_{kind}", bench.tmp)
     config = hookinbox_config(store, bench.tmp, target, env, bench.args.concurrency)

@@ -5,7 +5,8 @@ Modes (--modes, all by default; bench/README.md says what each one measures and 
   pipeline  `hookinbox serve` WITH workers under wrk: accepted/s, completed/s, queue depth
   latency   receive -> handler start (p50/p99) at half the max receive rate, open loop
   drain     N queued no-op jobs, ONE worker process: jobs/s until empty, worker CPU
-  peers     procrastinate and pgqueuer as receivers (in the receive table) and as drains
+  peers     procrastinate, pgqueuer and the Celery stack (Redis SET NX + Celery on RabbitMQ)
+            as receivers (in the receive table) and as drains; dedup probes of hookinbox and Celery
 Opt-in: scaleout (2 receivers + 3 workers, exact counts), growth (receive rate on an empty
 store, with N million old journal rows, and while `hookinbox purge` runs).
 
@@ -27,12 +28,14 @@ import tempfile
 import time
 from pathlib import Path
 
+import dedup_probes
 import drain
 import growth
 import latency
 import loadgen
 import receive
 import scale_out
+from celery_stack import drop_celery
 from harness import RUN_TAG, Bench, Signer, Unavailable, cpu_busy, ensure_wrk, log, pg_drop_all
 from peer_targets import PEERS
 
@@ -225,6 +228,7 @@ def main() -> int:
     drained: dict[str, drain.DrainResult] = {}
     scaled: dict[str, object] | None = None
     grown: dict[str, growth.GrowthResult] = {}
+    probed: list[dedup_probes.ProbeResult] = []
     try:
         targets = list(args.targets) if "receive" in modes else []
         if "peers" in modes:
@@ -246,6 +250,8 @@ def main() -> int:
             drain_targets += args.peers
         for target in drain_targets:
             drained[target] = loadgen.run(drain.bench_drain(target, bench))
+        if "peers" in modes and "celery" in args.peers:
+            probed = dedup_probes.run_probes(bench)
         if "growth" in modes:
             for kind in args.stores:
                 rows = args.growth_rows
@@ -260,6 +266,7 @@ def main() -> int:
             scaled = scale_out.run_scale_out(args.scale_out_deliveries)
     finally:
         pg_drop_all()
+        drop_celery()
         shutil.rmtree(tmp, ignore_errors=True)
 
     header(args, busy)
@@ -274,6 +281,9 @@ def main() -> int:
         print()
     if drained:
         drain.report(drained)
+        print()
+    if probed:
+        dedup_probes.report(probed)
         print()
     if scaled is not None:
         scale_out.report(scaled)
@@ -293,6 +303,7 @@ def main() -> int:
                     "pipeline": pipeline.to_json(piped),
                     "latency": latency.to_json(lat),
                     "drain": drain.to_json(drained),
+                    "dedup_probes": dedup_probes.to_json(probed),
                     "scale_out": scaled,
                     "growth": growth.to_json(grown),
                 },

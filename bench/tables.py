@@ -17,7 +17,7 @@ import contextlib
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import asyncpg
 from harness import HookinboxStore, pg_dsn
@@ -174,3 +174,37 @@ class Probe:
             pattern,
         )
         return [float(r[0]) for r in rows]
+
+
+class QueueReader(Protocol):
+    """What the drain reads of a target's queue, whatever keeps it."""
+
+    async def unfinished(self) -> int: ...
+
+    async def done(self) -> int: ...
+
+    async def failed(self) -> int | None: ...
+
+    async def close(self) -> None: ...
+
+
+class SqlQueueReader:
+    """A queue kept in a database, read through its counts (:class:`QueueSql`)."""
+
+    def __init__(self, probe: Probe, sql: QueueSql) -> None:
+        self.probe = probe
+        self._sql = sql
+
+    async def unfinished(self) -> int:
+        return int(await self.probe.scalar(self._sql.unfinished))
+
+    async def done(self) -> int:
+        return int(await self.probe.scalar(self._sql.done))
+
+    async def failed(self) -> int | None:
+        if self._sql.failed is None:
+            return None
+        return int(await self.probe.scalar(self._sql.failed))
+
+    async def close(self) -> None:
+        await self.probe.close()
