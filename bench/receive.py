@@ -303,7 +303,14 @@ def report(results: dict[str, TargetResult], connections: list[int]) -> None:
     for peer in PEERS:
         if peer in results:
             ratios += [
-                ("hookinbox-pg", peer, "unique", None, None, f"x {peer}"),
+                (
+                    "hookinbox-pg",
+                    peer,
+                    "unique",
+                    None,
+                    2.0 if peer == "celery" else None,
+                    f"x {peer}",
+                ),
                 ("hookinbox-pg", peer, "dup", None, None, f"x {peer}"),
                 (peer, "ceiling", "unique", None, None, "of ceiling"),
                 (peer, "naive", "unique", None, None, "x naive"),
