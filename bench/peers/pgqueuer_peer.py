@@ -9,9 +9,13 @@ the job id comes back as None) or ``raise`` (pgqueuer's own default: a unique vi
 ``DuplicateJobError``). Either way the answer is 200 ``duplicate``, after the enqueue
 statement committed (autocommit, one statement).
 
-Consumer: one ``QueueManager`` over one asyncpg connection
-(``QueueManager(Queries(AsyncpgDriver(conn)))``), with ``QueueManager.run``'s defaults
-(batch_size 10, no cap on jobs in flight, LISTEN/NOTIFY).
+Consumer: one ``QueueManager`` in the configuration pgqueuer's "Performance Tuning" guide
+gives for throughput with short jobs: a connection-pool driver
+(``AsyncpgPoolDriver``, pool of 5..20, the guide's example) and a larger ``batch_size``
+(``PEER_BATCH_SIZE``, 100 here: "increase batch_size when jobs are short-lived"; its
+default is 10), no cap on jobs in flight, LISTEN/NOTIFY, durable tables (pgqueuer's
+default durability, as hookinbox's). ``PEER_BATCH_SIZE=10 PEER_SINGLE_CONNECTION=1``
+runs it with its defaults instead (one connection, ``AsyncpgDriver``).
 
     python bench/peers/pgqueuer_peer.py schema
     python bench/peers/pgqueuer_peer.py worker
@@ -46,6 +50,8 @@ ON_CONFLICT = os.environ.get("PEER_ON_CONFLICT", "skip")
 if ON_CONFLICT not in ("skip", "raise"):
     raise SystemExit("PEER_ON_CONFLICT must be skip or raise")
 ENTRYPOINT = "noop"
+BATCH_SIZE = int(os.environ.get("PEER_BATCH_SIZE", "100"))
+SINGLE_CONNECTION = os.environ.get("PEER_SINGLE_CONNECTION") == "1"
 
 
 @asynccontextmanager
@@ -112,9 +118,16 @@ async def install() -> None:
 
 async def work() -> None:
     """Consume until SIGTERM/SIGINT, then let running jobs finish (``qm.shutdown``)."""
-    conn = await asyncpg.connect(DSN)
+    conn: asyncpg.Connection | None = None
+    pool: asyncpg.Pool | None = None
+    if SINGLE_CONNECTION:
+        conn = await asyncpg.connect(DSN)
+        driver: AsyncpgDriver | AsyncpgPoolDriver = AsyncpgDriver(conn)
+    else:
+        pool = await asyncpg.create_pool(DSN, min_size=5, max_size=20)
+        driver = AsyncpgPoolDriver(pool)
     try:
-        qm = QueueManager(Queries(AsyncpgDriver(conn)))
+        qm = QueueManager(Queries(driver))
 
         @qm.entrypoint(ENTRYPOINT)
         async def noop(job: Job) -> None:
@@ -123,9 +136,12 @@ async def work() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, qm.shutdown.set)
-        await qm.run()
+        await qm.run(batch_size=BATCH_SIZE)
     finally:
-        await conn.close()
+        if conn is not None:
+            await conn.close()
+        if pool is not None:
+            await pool.close()
 
 
 def main() -> int:
