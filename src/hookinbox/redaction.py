@@ -66,14 +66,14 @@ def _glob(token: str) -> re.Pattern[str] | None:
 
 
 @dataclass(frozen=True, slots=True)
-class _Step:
+class _PointerStep:
     key: str
     glob: re.Pattern[str] | None
 
 
-def _steps(pointer: str) -> tuple[_Step, ...]:
+def _steps(pointer: str) -> tuple[_PointerStep, ...]:
     tokens = [raw.replace("~1", "/").replace("~0", "~") for raw in pointer.split("/")[1:]]
-    return tuple(_Step(token, _glob(token)) for token in tokens)
+    return tuple(_PointerStep(token, _glob(token)) for token in tokens)
 
 
 class Redaction:
@@ -98,19 +98,22 @@ class Redaction:
     def apply(self, payload: Mapping[str, Any]) -> dict[str, Any] | None:
         """A copy of ``payload`` with the named fields replaced, or None when no rule
         named a field present (nothing to store differently). ``payload`` itself is not
-        changed: only the containers on a redacted path are copied."""
+        changed: only the containers on a redacted path are copied. A field two rules
+        name is replaced once (a marker over a hash, never a hash of a hash)."""
         current: Any = payload
-        changed = False
+        done: dict[tuple[Any, ...], bool] = {}
         for steps, hashed in self._rules:
-            current, hit = self._walk(current, steps, 0, hashed)
-            changed |= hit
-        return current if changed else None
-
-    def _replace(self, value: Any, hashed: bool) -> Any:
-        return keyed_hash(self._key, value) if hashed else MARKER
+            current, _ = self._walk(current, steps, 0, hashed, (), done)
+        return current if done else None
 
     def _walk(
-        self, node: Any, steps: tuple[_Step, ...], depth: int, hashed: bool
+        self,
+        node: Any,
+        steps: tuple[_PointerStep, ...],
+        depth: int,
+        hashed: bool,
+        path: tuple[Any, ...],
+        done: dict[tuple[Any, ...], bool],
     ) -> tuple[Any, bool]:
         step = steps[depth]
         last = depth == len(steps) - 1
@@ -132,10 +135,14 @@ class Redaction:
         copy: Any = None
         for key in keys:
             child = node[key]
+            where = (*path, key)
             if last:
-                new, hit = self._replace(child, hashed), True
+                if where in done and (hashed or not done[where]):
+                    continue  # replaced already: hashed once, or a marker already
+                new, hit = (keyed_hash(self._key, child) if hashed else MARKER), True
+                done[where] = hashed
             else:
-                new, hit = self._walk(child, steps, depth + 1, hashed)
+                new, hit = self._walk(child, steps, depth + 1, hashed, where, done)
             if hit:
                 if copy is None:
                     copy = dict(node) if isinstance(node, dict) else list(node)
