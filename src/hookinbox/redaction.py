@@ -11,7 +11,6 @@ pointer strings (checked by :mod:`hookinbox.config.privacy`) and the key as byte
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import re
@@ -54,7 +53,8 @@ def keyed_hash(key: bytes, value: Any) -> str:
         text = str(value)
     else:
         text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hmac.new(key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    # The one-shot C path: about half the cost of hmac.new(...).hexdigest().
+    return hmac.digest(key, text.encode("utf-8", "surrogatepass"), "sha256").hex()
 
 
 def _glob(token: str) -> re.Pattern[str] | None:

@@ -197,6 +197,24 @@ async def test_erase_without_the_key_is_one_line_naming_the_variable(
     assert done.stdout == ""
 
 
+def test_config_check_names_the_missing_key_of_a_source_with_a_subject(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HOOKINBOX_HASH_KEY")
+    config_file = write_config(tmp_path / "hookinbox.toml", sqlite_url, routes=[], source=SOURCE)
+    done = subprocess.run(
+        [sys.executable, "-m", "hookinbox.cli", "config", "check", "--config", str(config_file)],
+        env=hookinbox_env(),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "HOOKINBOX_HASH_KEY is not set" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
 @pytest.fixture
 async def store_sqlite(sqlite_url: str) -> None:
     from hookinbox.store import open_store_for
