@@ -17,8 +17,10 @@ from typing import Any
 
 import httpx
 import pytest
+import structlog
 
 from hookinbox.api import parse_tokens
+from hookinbox.config import Config
 from hookinbox.redaction import keyed_hash
 from hookinbox.store import Store
 from tests.support.configs import write_config
@@ -150,6 +152,22 @@ async def test_erase_over_the_api_needs_its_own_scope_and_previews_by_default(
         await receive_subjects(db_url, client, target, subject)
     monkeypatch.setenv("HOOKINBOX_API_TOKENS", f"oncall:read+operate:{OPERATOR} dpo:erase:{ERASER}")
     config = make_config(db_url, routes=forward_routes(target.url), source=SOURCE)
+    with structlog.testing.capture_logs() as lines:
+        await erase_over_http(client, config, subject, store)
+    assert subject not in json.dumps(lines, default=str)
+    assert [line["route"] for line in lines if line["event"] == "api_write"] == ["eraseSubject"] * 3
+    assert await tables_holding(db_url, subject) == []
+    actions = await store.audit.list_operator_actions()
+    assert [(a.actor, a.command, a.source) for a in actions] == [
+        ("api:dpo", "erase", "other"),
+        ("api:dpo", "erase", "test"),
+    ]
+    assert subject not in json.dumps([a.as_json() for a in actions], default=str)
+
+
+async def erase_over_http(
+    client: httpx.AsyncClient, config: Config, subject: str, store: Store
+) -> None:
     async with running_inbox(config, run_workers=False) as inbox:
         url = f"{inbox.base_url}/api/v1/erasures"
 
@@ -174,13 +192,6 @@ async def test_erase_over_the_api_needs_its_own_scope_and_previews_by_default(
         assert erased.json()["erased"] == {"payloads": 2, "snippets": 2, "rejected_bodies": 1}
         bad = await post(ERASER, {"subject": ""})
         assert (bad.status_code, bad.json()) == (400, {"error": "invalid_argument"})
-    assert await tables_holding(db_url, subject) == []
-    actions = await store.audit.list_operator_actions()
-    assert [(a.actor, a.command, a.source) for a in actions] == [
-        ("api:dpo", "erase", "other"),
-        ("api:dpo", "erase", "test"),
-    ]
-    assert subject not in json.dumps([a.as_json() for a in actions], default=str)
 
 
 async def test_erase_without_the_key_is_one_line_naming_the_variable(
