@@ -8,6 +8,7 @@ a dry run changes nothing, and the one audit row holds the hash, not the value."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import httpx
 import pytest
 import structlog
 
+from hookinbox import ops
 from hookinbox.api import parse_tokens
 from hookinbox.config import Config
 from hookinbox.redaction import keyed_hash
@@ -240,3 +242,37 @@ def test_the_erase_scope_is_its_own() -> None:
     assert token.allows("erase") and not token.allows("read") and not token.allows("operate")
     (operator,) = parse_tokens(f"oncall:read+operate:{OPERATOR}")
     assert not operator.allows("erase")
+
+
+async def test_an_erasure_while_the_subjects_deliveries_keep_arriving_refuses_none_of_them(
+    db_url: str, client: httpx.AsyncClient, store: Store
+) -> None:
+    """The erasure's batches and the receiver's reservations run at once on their own
+    connections: every delivery is accepted, the erasure ends, and a second one takes
+    what arrived during the first."""
+    subject = f"cus_{uuid.uuid4().hex}"
+    config = make_config(db_url, routes=[], source=SOURCE)
+    async with running_inbox(config, run_workers=False) as inbox:
+        for n in range(40):
+            body, headers = signed(subject_body(f"evt_early_{n}", subject), event_id=f"e{n}")
+            assert (await client.post(inbox.url(), content=body, headers=headers)).is_success
+
+        async def keep_sending() -> list[int]:
+            statuses = []
+            for n in range(40):
+                body, headers = signed(subject_body(f"evt_late_{n}", subject), event_id=f"l{n}")
+                sent = await client.post(inbox.url(), content=body, headers=headers)
+                statuses.append(sent.status_code)
+            return statuses
+
+        sending = asyncio.create_task(keep_sending())
+        first = await ops.erase_subject(
+            store, config, subject=subject, batch=5, actor="test:erasure"
+        )
+        statuses = await asyncio.wait_for(sending, 60)
+    assert statuses == [200] * 40
+    assert first.payloads >= 40
+    second = await ops.erase_subject(store, config, subject=subject, actor="test:erasure")
+    assert first.payloads + second.payloads == 80
+    after = await store.erasure.find_subject(first.subject_hash)
+    assert (after.deliveries, after.payloads) == (80, 0)
