@@ -111,6 +111,7 @@ OPERATOR_COMMANDS = [
     ("sources", "list"),
     ("sources", "pause", "test"),
     ("purge", "--dry-run"),
+    ("erase", "--subject", "cus_1", "--dry-run"),
     ("trace", "evt_1"),
     ("replay", "dlv_1"),
     ("rejected", "list"),

@@ -48,6 +48,9 @@ Duration = Annotated[
 ]
 
 
+SourceName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_\-]+$")]
+
+
 class _Input(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -173,6 +176,19 @@ class PurgeRequest(_Input):
         10_000, ge=1, le=MAX_PURGE_ROWS, description="The most rows of each kind this call deletes"
     )
     dry_run: bool = Field(True, description="The preview (the default): count, delete nothing")
+
+
+class ErasureRequest(_Input):
+    subject: str = Field(
+        min_length=1,
+        max_length=1000,
+        pattern=PRINTABLE,
+        description="The subject's value as the source's subject pointer finds it (cus_123); "
+        "hashed with the [privacy] key, never stored, logged or audited",
+    )
+    source: SourceName | None = Field(None, description="Only this source's deliveries")
+    batch: int | None = Field(None, ge=1, le=10_000, description="Rows per transaction")
+    dry_run: bool = Field(True, description="The preview (the default): count, erase nothing")
 
 
 class PauseRequest(_Input):
@@ -476,3 +492,25 @@ class PurgeStep(_Output):
 class PurgeReport(_Output):
     dry_run: bool
     steps: list[PurgeStep]
+
+
+class SubjectFound(_Output):
+    deliveries: int
+    payloads: int
+    snippets: int
+    rejected_bodies: int
+
+
+class SubjectErased(_Output):
+    payloads: int
+    snippets: int
+    rejected_bodies: int
+
+
+class ErasureReport(_Output):
+    dry_run: bool
+    source: str | None
+    subject_hash: str = Field(description="The subject's keyed hash (what the audit holds)")
+    found: SubjectFound
+    erased: SubjectErased
+    batches: int

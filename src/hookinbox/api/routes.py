@@ -32,10 +32,12 @@ from hookinbox.api.tokens import ApiToken, find_token, tokens_from
 from hookinbox.config import Config
 from hookinbox.config.fields import parse_duration
 from hookinbox.errors import (
+    ConfigError,
     Forbidden,
     HookinboxError,
     InvalidArgument,
     NotFound,
+    OperationRefused,
     Unauthenticated,
 )
 from hookinbox.http.errors import (
@@ -292,6 +294,25 @@ async def purge(call: Call) -> dict[str, Any]:
     return report.as_json()
 
 
+async def erase_subject(call: Call) -> dict[str, Any]:
+    body: models.ErasureRequest = call.body
+    if body is None:
+        raise InvalidArgument("an erasure needs a body with the subject")
+    try:
+        report = await ops.erase_subject(
+            call.store,
+            call.config,
+            subject=body.subject,
+            source=body.source,
+            dry_run=body.dry_run,
+            batch=body.batch,
+            actor=call.actor,
+        )
+    except ConfigError as exc:  # the key is not in this process's environment
+        raise OperationRefused(exc.message) from None
+    return report.as_json()
+
+
 ROUTES: list[RouteSpec] = [
     RouteSpec(
         "GET",
@@ -524,6 +545,20 @@ ROUTES: list[RouteSpec] = [
         models.PurgeReport,
         purge,
         body=models.PurgeRequest,
+        errors=(409,),
+        writes=True,
+    ),
+    RouteSpec(
+        "POST",
+        "/erasures",
+        "eraseSubject",
+        "Erase one data subject's payloads, answer snippets and kept refusals' bodies in "
+        "bounded batches (the journal's ids and hashes stay); dry_run (the default) counts; "
+        "needs the erase scope, which no other scope includes",
+        "erase",
+        models.ErasureReport,
+        erase_subject,
+        body=models.ErasureRequest,
         errors=(409,),
         writes=True,
     ),

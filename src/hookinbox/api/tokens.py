@@ -2,11 +2,12 @@
 
 Tokens come from the environment, never from the config file (secrets live there):
 ``HOOKINBOX_API_TOKENS`` holds entries ``NAME:SCOPES:TOKEN`` separated by commas or
-whitespace, ``SCOPES`` being ``read``, ``operate`` or ``read+operate`` (``operate``
-includes ``read``). The name is the actor of every change the token makes
-(``api:NAME``). A token is compared in constant time against every configured one (no
-early exit), so the time of an answer says nothing about how much of a token was right;
-only its name is ever logged.
+whitespace, ``SCOPES`` being ``read``, ``operate``, ``erase`` or several joined by ``+``
+(``operate`` includes ``read``; ``erase``, a data subject's erasure, is given only by
+name: no other scope includes it, and it includes no other). The name is the actor of
+every change the token makes (``api:NAME``). A token is compared in constant time
+against every configured one (no early exit), so the time of an answer says nothing
+about how much of a token was right; only its name is ever logged.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from typing import Literal
 from hookinbox.errors import ConfigError
 
 TOKENS_ENV = "HOOKINBOX_API_TOKENS"
-Scope = Literal["read", "operate"]
-SCOPES: tuple[Scope, ...] = ("read", "operate")
+Scope = Literal["read", "operate", "erase"]
+SCOPES: tuple[Scope, ...] = ("read", "operate", "erase")
 #: A shorter token is refused at start-up: it could be guessed.
 MIN_TOKEN_LENGTH = 32
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -59,7 +60,9 @@ def parse_tokens(text: str) -> tuple[ApiToken, ...]:
         if not _NAME.fullmatch(name):
             raise ConfigError(f"{where}: write NAME:SCOPES:TOKEN (a name of letters and digits)")
         if not scopes or not scopes <= set(SCOPES):
-            raise ConfigError(f"{where} ({name}): scopes are read, operate or read+operate")
+            raise ConfigError(
+                f"{where} ({name}): scopes are read, operate, erase or several joined by +"
+            )
         if len(token) < MIN_TOKEN_LENGTH:
             raise ConfigError(f"{where} ({name}): the token needs {MIN_TOKEN_LENGTH}+ characters")
         if any(t.name == name for t in tokens):

@@ -19,6 +19,7 @@ from hookinbox.cli.common import fail
 from hookinbox.cli.configuration import config_group
 from hookinbox.cli.deliveries import deliveries
 from hookinbox.cli.dlq import dlq
+from hookinbox.cli.erase import erase
 from hookinbox.cli.maintenance import purge, reconcile
 from hookinbox.cli.outbox import outbox
 from hookinbox.cli.rejected import rejected
@@ -84,6 +85,7 @@ for command in (
     dlq,
     replay,
     purge,
+    erase,
     reconcile,
     sources,
     trace,

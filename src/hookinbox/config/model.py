@@ -35,6 +35,7 @@ from hookinbox.config.fields import ForwardUrl, Frozen, HandlerPath, parse_durat
 from hookinbox.config.filters import MAX_CONDITIONS, Condition
 from hookinbox.config.notify import NotifierConfig, check_notifiers
 from hookinbox.config.operations import Operations
+from hookinbox.config.privacy import PrivacySettings, check_redact
 from hookinbox.config.rejected import RejectedSettings
 from hookinbox.config.resources import (
     MachineConfig,
@@ -94,6 +95,16 @@ class Route(Frozen):
     #: Statuses of a forward's target that no retry can help: the job goes straight to
     #: the dead letters with ``http_<status>`` (see config.delivery).
     dead_letter_on: tuple[Annotated[int, Field(strict=True)], ...] = ()
+    #: Fields replaced before the payload is stored when this route takes the event (JSON
+    #: pointers, ``*`` over one level of keys), on top of the source's own ``redact``.
+    redact: tuple[str, ...] = ()
+    #: This route's ``redact`` fields get a keyed hash (``[privacy]``) instead of the marker.
+    redact_hash: bool = False
+
+    @field_validator("redact")
+    @classmethod
+    def _redact(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return check_redact(value)
 
     @field_validator("retry_schedule", mode="before")
     @classmethod
@@ -172,6 +183,43 @@ class Source(Frozen):
     fingerprint_forbidden: tuple[str, ...] = ()
     #: How to name events that arrive without an id (``fp:`` + SHA-256 of these values).
     fingerprint: FingerprintPolicy | None = Field(default=None, validate_default=True)
+    #: Fields replaced before any payload of this source is stored or forwarded (JSON
+    #: pointers, ``*`` over one level of keys; see config.privacy). JSON bodies only.
+    redact: tuple[str, ...] = ()
+    #: ``redact`` fields get a keyed hash (``[privacy]``) instead of ``"[redacted]"``.
+    redact_hash: bool = False
+    #: Where a delivery's data subject is (``/data/object/customer``): its keyed hash is
+    #: stored with the delivery, so ``hookinbox erase --subject`` finds it.
+    subject: str | None = None
+
+    @field_validator("redact")
+    @classmethod
+    def _redact(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return check_redact(value)
+
+    @field_validator("subject")
+    @classmethod
+    def _subject(cls, value: str | None) -> str | None:
+        return None if value is None else check_pointer(value)
+
+    @model_validator(mode="after")
+    def _redaction_needs_json(self) -> Source:
+        redacting = bool(self.redact) or any(route.redact for route in self.routes)
+        if redacting and self.body_kind != "json":
+            raise ValueError(
+                f"redact applies to JSON bodies only; this source takes body = "
+                f"{self.body_kind!r} (a form's fields cannot be redacted)"
+            )
+        return self
+
+    @property
+    def needs_hash_key(self) -> bool:
+        """Whether this source hashes anything with the ``[privacy]`` key."""
+        return (
+            self.subject is not None
+            or (self.redact_hash and bool(self.redact))
+            or any(route.redact_hash and route.redact for route in self.routes)
+        )
 
     @field_validator("scheme")
     @classmethod
@@ -396,6 +444,8 @@ class Config(Frozen):
     otel: OtelSettings = OtelSettings()
     #: Forward destinations with a rate, a concurrency limit and a circuit breaker.
     destinations: dict[str, DestinationConfig] = Field(default_factory=dict)
+    #: The key of redaction and subject hashes (``[privacy]``).
+    privacy: PrivacySettings = PrivacySettings()
 
     @field_validator("database")
     @classmethod
@@ -467,6 +517,13 @@ class Config(Frozen):
                     f"sources.{name}.secret_env: environment variable "
                     f"{source.secret_env} is not set or empty"
                 )
+        if self.needs_hash_key:
+            self.privacy.hash_key()
+
+    @property
+    def needs_hash_key(self) -> bool:
+        """Whether any source hashes with the ``[privacy]`` key (redact_hash, subject)."""
+        return any(source.needs_hash_key for source in self.sources.values())
 
 
 def _refuse_secrets(data: Any, path: str) -> None:

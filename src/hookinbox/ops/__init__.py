@@ -10,6 +10,7 @@ and what.
 - dead letters: :func:`dlq_list`, :func:`dlq_retry`, :func:`dlq_retry_all`
 - replay: :func:`replay` (through the normal worker path; the ledger still applies)
 - retention: :func:`purge`, :func:`run_purge_loop` (the background purge of ``serve``)
+- erasure by data subject: :func:`erase_subject`
 - reconciliation: :func:`reconcile` over the checks it is given
 - pause: :func:`list_sources`, :func:`pause_source`, :func:`resume_source`,
   :class:`PausedSources` (what each receiver consults)
@@ -42,6 +43,7 @@ from hookinbox.ops.dlq import (
     dlq_retry,
     dlq_retry_all,
 )
+from hookinbox.ops.erase import ErasureResult, erase_subject
 from hookinbox.ops.outbox import list_outbox, resend_outbox, show_outbox
 from hookinbox.ops.purge import PurgedKind, PurgeResult, purge, run_purge_loop
 from hookinbox.ops.reconcile import (
@@ -90,6 +92,7 @@ __all__ = [
     "DeliveryTrace",
     "DestinationRow",
     "DlqRetryResult",
+    "ErasureResult",
     "Finding",
     "OperatorViews",
     "PausedSources",
@@ -116,6 +119,7 @@ __all__ = [
     "dlq_list",
     "dlq_retry",
     "dlq_retry_all",
+    "erase_subject",
     "find_delivery",
     "list_destinations",
     "list_outbox",

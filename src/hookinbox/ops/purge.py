@@ -20,7 +20,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from hookinbox.codes import error_code_of
 from hookinbox.config import Config, store_kind
@@ -29,6 +29,8 @@ from hookinbox.logs import get_logger
 from hookinbox.store import Store
 
 log = get_logger("hookinbox.ops.purge")
+
+T = TypeVar("T")
 
 PurgeKind = Literal["payloads", "deliveries", "rejected"]
 #: ``progress(kind, done, total)`` after every batch.
@@ -54,7 +56,7 @@ class BatchPacer:
         self._floor = SQLITE_MIN_PAUSE if sqlite and self._ratio > 0 else 0.0
         self._last: float | None = None
 
-    async def run(self, batch: Awaitable[int]) -> int:
+    async def run(self, batch: Awaitable[T]) -> T:
         """``batch`` (not started yet), after the pause the previous batch calls for."""
         if self._last is not None:
             pause = max(self._last * self._ratio, self._floor)

@@ -123,4 +123,5 @@ def _with_seen(item: NewDelivery, seen: int) -> NewDelivery:
         jobs=item.jobs,
         max_attempts=item.max_attempts,
         seen=seen,
+        subject_hash=item.subject_hash,
     )

@@ -22,8 +22,10 @@ from hookinbox.errors import SourcePaused, UnknownSource, VerificationError
 from hookinbox.ids import job_id, new_delivery_id
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
+from hookinbox.payload import string_at
 from hookinbox.receive.batcher import ReservationBatcher
 from hookinbox.receive.rejected_keeper import RejectedKeeper
+from hookinbox.redaction import Redaction, keyed_hash, payload_bytes, without_signatures
 from hookinbox.resources.service import ResourceRoutes, log_outcome
 from hookinbox.routing import check_filters, filtered
 from hookinbox.store import NewDelivery, NewJob, Reservation, Store
@@ -115,8 +117,19 @@ class Receiver:
             if (found := signature_headers(source))
         }
         self._store = store
+        #: The key of redaction and subject hashes, when a source hashes anything (read
+        #: now: a missing key stops the start, never a delivery).
+        self._hash_key = config.privacy.hash_key() if config.needs_hash_key else None
+        #: Sources that redact (theirs or a route's rules) or name a subject: only their
+        #: deliveries pay for it.
+        self._private = {
+            name
+            for name, source in config.sources.items()
+            if source.redact or source.subject or any(r.redact for r in source.routes)
+        }
+        self._redactions: dict[tuple[str, tuple[str, ...]], Redaction] = {}
         #: Refusals for a signature or a timestamp, kept (bounded) for a retry.
-        self.rejected = RejectedKeeper(config, store, self.metrics)
+        self.rejected = RejectedKeeper(config, store, self.metrics, hash_key=self._hash_key)
         self._resources = ResourceRoutes(config)
         check_filters(config, edge.is_kept_header)
         #: Sources with a route that has a filter: only their deliveries are filtered.
@@ -155,6 +168,45 @@ class Receiver:
             if len(self._routes_cache) < 10_000:
                 self._routes_cache[key] = routes
         return routes
+
+    def _redaction(self, source: Source, source_name: str, routes: list[Route]) -> Redaction:
+        """The union of the source's rules and its matched routes' (storage is per
+        delivery), built once per set of routes; bounded like the routes' cache."""
+        key = (source_name, tuple(r.action for r in routes))
+        found = self._redactions.get(key)
+        if found is None:
+            rules = [(p, source.redact_hash) for p in source.redact]
+            rules += [(p, r.redact_hash) for r in routes for p in r.redact]
+            found = Redaction(rules, self._hash_key)
+            if len(self._redactions) < 10_000:
+                self._redactions[key] = found
+        return found
+
+    def _privacy(
+        self,
+        source: Source,
+        source_name: str,
+        routes: list[Route],
+        payload: Mapping[str, Any],
+        body: bytes,
+        kept: dict[str, str],
+    ) -> tuple[bytes, dict[str, str], str | None]:
+        """The body to store (redacted, when a rule named a field present), its headers
+        (no provider signature then, and ``x-hookinbox-redacted``) and the subject's
+        keyed hash (never the value)."""
+        subject_hash = None
+        if source.subject is not None and self._hash_key is not None:
+            subject = string_at(payload, source.subject)
+            if subject is not None:
+                subject_hash = keyed_hash(self._hash_key, subject)
+        redaction = self._redaction(source, source_name, routes)
+        if redaction:
+            redacted = redaction.apply(payload)
+            if redacted is not None:
+                own = source.hmac.header if source.scheme == "hmac" and source.hmac else None
+                also = frozenset({own.lower()}) if own else frozenset()
+                return payload_bytes(redacted), without_signatures(kept, also), subject_hash
+        return body, kept, subject_hash
 
     async def _traced_receive(
         self,
@@ -228,19 +280,27 @@ class Receiver:
         routes = self._routes_for(source_name, event.event_type)
         if source_name in self._filters and routes:
             routes = filtered(routes, event.payload, kept)
+        stored, subject_hash = body, None
+        if source_name in self._private:
+            # After the signature (verified over the original bytes) and the filters, once,
+            # before the reservation; the journal's hash stays the original body's.
+            stored, kept, subject_hash = self._privacy(
+                source, source_name, routes, event.payload, body, kept
+            )
         item = NewDelivery(
             id=delivery_id,
             source=source_name,
             event_id=event.event_id,
             event_type=event.event_type,
             body_sha256=body_sha256,
-            body=body,
+            body=stored,
             headers=kept,
             jobs=tuple(
                 NewJob(job_id(delivery_id, r.action), r.action, r.attempts(self._config.worker))
                 for r in routes
             ),
             max_attempts=self._config.worker.max_attempts,
+            subject_hash=subject_hash,
         )
         if self.tracing.enabled:
             with self.tracing.reserve(source_name):

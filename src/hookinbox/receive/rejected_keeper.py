@@ -30,12 +30,16 @@ from collections.abc import Callable, Mapping
 from hookinbox.codes import error_code_of
 from hookinbox.config import Config, Source
 from hookinbox.config.rejected import RejectedSettings
+from hookinbox.errors import HookinboxError
 from hookinbox.ids import new_rejected_id
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
+from hookinbox.payload import BodyFormat, string_at
+from hookinbox.redaction import keyed_hash
 from hookinbox.store import NewRejected, Store
 from hookinbox.verify import edge
 from hookinbox.verify.base import QUERY
+from hookinbox.verify.bodies import body_format
 from hookinbox.verify.registry import credential_headers
 
 log = get_logger("hookinbox.rejected")
@@ -111,8 +115,17 @@ class RejectedKeeper:
         metrics: Metrics,
         *,
         clock: Callable[[], float] = time.monotonic,
+        hash_key: bytes | None = None,
     ) -> None:
         self._settings: RejectedSettings = config.rejected
+        #: Where each source's data subject is, and how its bodies read: a kept body's
+        #: subject hash lets ``hookinbox erase`` find it (signed or not, best effort).
+        self._subjects: dict[str, tuple[str, BodyFormat]] = {
+            name: (source.subject, body_format(source))
+            for name, source in config.sources.items()
+            if source.subject is not None
+        }
+        self._hash_key = hash_key
         self._store = store
         self._metrics = metrics
         self._clock = clock
@@ -145,10 +158,25 @@ class RejectedKeeper:
             body=body if fits else None,
             body_bytes=len(body),
             headers=headers_to_keep(headers, self._wanted[source], self._credentials),
+            subject_hash=self._subject_hash(source, body, headers) if fits else None,
         )
         task = asyncio.get_running_loop().create_task(self._write(item, fits))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _subject_hash(self, source: str, body: bytes, headers: Mapping[str, str]) -> str | None:
+        """The keyed hash of the refused body's subject, when the source names one and
+        the body parses as the source's bodies do; else None (never an error: the body
+        is unsigned, whatever it holds)."""
+        found = self._subjects.get(source)
+        if found is None or self._hash_key is None:
+            return None
+        pointer, reader = found
+        try:
+            subject = string_at(reader.parse(body, headers.get("content-type")), pointer)
+        except (HookinboxError, ValueError, RecursionError):
+            return None
+        return keyed_hash(self._hash_key, subject) if subject is not None else None
 
     def _take(self, source: str) -> bool:
         """A token from the source's bucket: ``per_minute`` a minute, as a burst or spread."""

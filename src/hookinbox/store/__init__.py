@@ -9,7 +9,8 @@ letters), ``effects`` (the ledger), ``audit`` and ``sources`` (operator actions,
 written to the outbox), ``destinations`` (a destination's bucket, slots and circuit),
 ``rejected`` (refused deliveries kept for a retry), ``admin_sessions`` (admin sessions
 ended by a logout), ``receipts`` (webhook answers per minute), ``reads`` (gauges and
-reconciliation queries) and ``retention`` (purges). The layout, the SQL files and the
+reconciliation queries), ``retention`` (purges) and ``erasure`` (a data subject's
+payloads, snippets and kept refusals' bodies). The layout, the SQL files and the
 golden test are in docs/store.md.
 """
 
@@ -19,6 +20,7 @@ from hookinbox.admission import Admission, DestinationLimits
 from hookinbox.store.core import Store
 from hookinbox.store.decisions import TransitionRules
 from hookinbox.store.destination_state import DestinationState, Release
+from hookinbox.store.erasure import ErasedBatch, SubjectData
 from hookinbox.store.notices import FactGroup, NewNotice
 from hookinbox.store.operator_records import (
     Anomalies,
@@ -99,6 +101,7 @@ __all__ = [
     "DestinationState",
     "EffectRecord",
     "EffectStart",
+    "ErasedBatch",
     "FactGroup",
     "JobDetail",
     "JobState",
@@ -125,6 +128,7 @@ __all__ = [
     "SourceState",
     "Store",
     "StoreGaugeReadings",
+    "SubjectData",
     "TransitionReview",
     "TransitionRules",
     "TransitionView",

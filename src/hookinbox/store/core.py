@@ -9,7 +9,8 @@ their notifications), ``store.reads`` (gauges, counts, reconciliation queries),
 the outbox), ``store.reviews`` (rejected transitions awaiting review),
 ``store.admin_sessions`` (admin sessions ended by a logout), ``store.destinations``
 (token bucket, slots and circuit of each destination), ``store.receipts`` (webhook
-answers per minute). Each is written once over the
+answers per minute), ``store.erasure`` (a data subject's payloads, snippets and kept
+refusals' bodies). Each is written once over the
 driver the URL picks; the journal and the queue also share the dialect's hot path.
 """
 
@@ -22,6 +23,7 @@ from hookinbox.store.destination_state import Destinations
 from hookinbox.store.dialect import POSTGRES
 from hookinbox.store.driver import Driver
 from hookinbox.store.effects import Effects
+from hookinbox.store.erasure import Erasure
 from hookinbox.store.hot_path import HotPath
 from hookinbox.store.hot_path_postgres import PostgresHotPath
 from hookinbox.store.journal import Journal
@@ -64,6 +66,7 @@ class Store:
         self.reviews = TransitionReviews(driver)
         self.admin_sessions = AdminSessions(driver)
         self.destinations = Destinations(driver)
+        self.erasure = Erasure(driver)
 
     async def open(
         self, *, migrate: bool = True, create: bool = True, make_dirs: bool = False

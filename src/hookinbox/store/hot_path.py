@@ -78,6 +78,7 @@ def _delivery_params(item: NewDelivery) -> dict[str, Any]:
         "event_type": item.event_type,
         "sha": item.body_sha256,
         "seen": item.seen,
+        "subject_hash": item.subject_hash,
     }
 
 

@@ -104,6 +104,7 @@ class PostgresHotPath(HotPath):
                 "body": b2a_base64(i.body, newline=False).decode(),
                 "headers": orjson.dumps(i.headers).decode(),
                 "seen": i.seen,
+                "subject_hash": i.subject_hash,
             }
             for i in items
         ]

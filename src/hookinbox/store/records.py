@@ -107,6 +107,8 @@ class NewDelivery:
     max_attempts: int
     #: How many identical deliveries of this event the batch folded into this one.
     seen: int = 1
+    #: The keyed hash of the delivery's data subject (never the value), for erasure.
+    subject_hash: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

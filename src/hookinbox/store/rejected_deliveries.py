@@ -36,6 +36,8 @@ class NewRejected:
     body: bytes | None
     body_bytes: int
     headers: dict[str, str]
+    #: The keyed hash of the body's data subject, when the body parsed (never the value).
+    subject_hash: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +119,7 @@ def _keep(item: NewRejected, max_rows: int, max_bytes: int) -> Tx[str | None]:
         body_bytes=item.body_bytes,
         stored=stored,
         headers=headers,
+        subject_hash=item.subject_hash,
     )
     yield count(_TRIM, source=item.source, max_rows=max_rows, max_bytes=max_bytes)
     return str(kept["id"]) if kept is not None else None

@@ -163,11 +163,66 @@ INSERT INTO effects (key, job_id, state, created_at)
 VALUES ($1, $2, 'started', now())
 ON CONFLICT (key) DO NOTHING;
 
+-- name: erasure.batch
+-- params: $1 subject, $2 source, $3 limit
+SELECT d.id
+FROM deliveries d
+WHERE d.subject_hash = $1 AND (d.source = $2 OR $2 IS NULL) AND (EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") OR EXISTS (SELECT 1 FROM jobs j JOIN attempts a ON a.job_id = j.id WHERE j.delivery_id = d.id
+    COLLATE "default" AND a.response_snippet IS NOT NULL))
+ORDER BY d.id
+LIMIT $3;
+
+-- name: erasure.count_deliveries
+-- params: $1 subject, $2 source
+SELECT count(*) AS deliveries, coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") THEN 1 ELSE 0
+    END), 0) AS payloads
+FROM deliveries d
+WHERE d.subject_hash = $1 AND (d.source = $2 OR $2 IS NULL);
+
+-- name: erasure.count_rejected
+-- params: $1 subject, $2 source
+SELECT count(*)
+FROM rejected_deliveries
+WHERE subject_hash = $1 AND (source = $2 OR $2 IS NULL) AND body IS NOT NULL;
+
+-- name: erasure.count_snippets
+-- params: $1 subject, $2 source
+SELECT count(*)
+FROM deliveries d
+JOIN jobs j ON j.delivery_id = d.id COLLATE "default"
+JOIN attempts a ON a.job_id = j.id
+WHERE d.subject_hash = $1 AND (d.source = $2 OR $2 IS NULL) AND a.response_snippet IS NOT NULL;
+
+-- name: erasure.drop_payloads
+-- params: $1 ids
+DELETE FROM payloads
+WHERE delivery_id = ANY($1);
+
+-- name: erasure.drop_rejected_bodies
+-- params: $1 subject, $2 source, $3 limit
+UPDATE rejected_deliveries
+SET body = NULL, stored_bytes = stored_bytes - body_bytes
+WHERE id IN (SELECT id FROM rejected_deliveries WHERE subject_hash = $1 AND (source =
+    $2 OR $2 IS NULL) AND body IS NOT NULL LIMIT $3);
+
+-- name: erasure.drop_snippets
+-- params: $1 ids
+UPDATE attempts
+SET response_snippet = NULL
+WHERE response_snippet IS NOT NULL AND job_id IN (SELECT id FROM jobs WHERE delivery_id
+    = ANY($1));
+
+-- name: erasure.mark_erased
+-- params: $1 ids
+UPDATE deliveries
+SET payload_purged_at = coalesce(payload_purged_at, now())
+WHERE id = ANY($1);
+
 -- name: hot_path.add_deliveries
--- params: $1 id, $2 source, $3 event_id, $4 event_type, $5 sha, $6 seen
+-- params: $1 id, $2 source, $3 event_id, $4 event_type, $5 sha, $6 seen, $7 subject_hash
 INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count,
-                        first_seen_at, last_seen_at)
-VALUES ($1, $2, $3, $4, $5, $6, now(), now())
+                        first_seen_at, last_seen_at, subject_hash)
+VALUES ($1, $2, $3, $4, $5, $6, now(), now(), $7)
 ON CONFLICT (source, event_id) DO NOTHING;
 
 -- name: hot_path.added
@@ -342,10 +397,10 @@ WHERE id = $6 AND lease_token = $7 AND state = 'processing';
 SELECT id, lease_token FROM jobs WHERE id = ANY($1) AND state = 'processing' FOR UPDATE;
 
 -- name: hot_path.insert_delivery
--- params: $1 id, $2 source, $3 event_id, $4 event_type, $5 sha, $6 seen
+-- params: $1 id, $2 source, $3 event_id, $4 event_type, $5 sha, $6 seen, $7 subject_hash
 INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count,
-                        first_seen_at, last_seen_at)
-VALUES ($1, $2, $3, $4, $5, $6, now(), now())
+                        first_seen_at, last_seen_at, subject_hash)
+VALUES ($1, $2, $3, $4, $5, $6, now(), now(), $7)
 ON CONFLICT (source, event_id) DO NOTHING
 RETURNING id;
 
@@ -363,13 +418,15 @@ INSERT INTO payloads (delivery_id, body, headers) VALUES ($1, $2, $3);
 -- params: $1 items, $2 jobs
 WITH input AS (
     SELECT id, source, event_id, event_type, body_sha256, decode(body, 'base64') AS body,
-           headers, seen
+           headers, seen, subject_hash
     FROM json_to_recordset($1::json) AS t(id text, source text, event_id text,
-         event_type text, body_sha256 text, body text, headers text, seen int)
+         event_type text, body_sha256 text, body text, headers text, seen int,
+         subject_hash text)
 ),
 ins AS (
-    INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count)
-    SELECT id, source, event_id, event_type, body_sha256, seen FROM input
+    INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count,
+                            subject_hash)
+    SELECT id, source, event_id, event_type, body_sha256, seen, subject_hash FROM input
     ON CONFLICT (source, event_id) DO NOTHING
     RETURNING id
 ),
@@ -1591,13 +1648,15 @@ FROM rejected_deliveries
 WHERE id = $1;
 
 -- name: rejected_deliveries.keep
--- params: $1 id, $2 source, $3 reason, $4 sha, $5 body, $6 body_bytes, $7 stored, $8 headers
+-- params: $1 id, $2 source, $3 reason, $4 sha, $5 body, $6 body_bytes, $7 stored, $8 headers, $9 subject_hash
 INSERT INTO rejected_deliveries (id, source, reason, body_sha256, body, body_bytes, stored_bytes
-    , headers, first_seen_at, last_seen_at, seen)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), now(), 1)
+    , headers, first_seen_at, last_seen_at, seen, subject_hash)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), now(), 1,
+    $9)
 ON CONFLICT (source, body_sha256) DO UPDATE
 SET reason = excluded.reason, headers = excluded.headers, stored_bytes = excluded.stored_bytes,
-    body = coalesce(rejected_deliveries.body, excluded.body), last_seen_at =
+    body = coalesce(rejected_deliveries.body, excluded.body),
+    subject_hash = coalesce(excluded.subject_hash, rejected_deliveries.subject_hash), last_seen_at =
     excluded.last_seen_at, seen = rejected_deliveries.seen + 1, retried_at = NULL, retry_outcome
     = NULL, retry_delivery_id = NULL
 RETURNING id;

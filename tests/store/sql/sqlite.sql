@@ -142,10 +142,57 @@ INSERT INTO effects (key, job_id, state, created_at)
 VALUES (:key, :job_id, 'started', ((julianday('now') - 2440587.5) * 86400.0))
 ON CONFLICT (key) DO NOTHING;
 
+-- name: erasure.batch
+SELECT d.id
+FROM deliveries d
+WHERE d.subject_hash = :subject AND (d.source = :source OR :source IS NULL) AND (EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) OR EXISTS (SELECT 1 FROM jobs j JOIN attempts a ON a.job_id = j.id WHERE j.delivery_id = d.id
+     AND a.response_snippet IS NOT NULL))
+ORDER BY d.id
+LIMIT :limit;
+
+-- name: erasure.count_deliveries
+SELECT count(*) AS deliveries, coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) THEN 1 ELSE 0
+    END), 0) AS payloads
+FROM deliveries d
+WHERE d.subject_hash = :subject AND (d.source = :source OR :source IS NULL);
+
+-- name: erasure.count_rejected
+SELECT count(*)
+FROM rejected_deliveries
+WHERE subject_hash = :subject AND (source = :source OR :source IS NULL) AND body IS NOT NULL;
+
+-- name: erasure.count_snippets
+SELECT count(*)
+FROM deliveries d
+JOIN jobs j ON j.delivery_id = d.id 
+JOIN attempts a ON a.job_id = j.id
+WHERE d.subject_hash = :subject AND (d.source = :source OR :source IS NULL) AND a.response_snippet IS NOT NULL;
+
+-- name: erasure.drop_payloads
+DELETE FROM payloads
+WHERE delivery_id IN (SELECT value FROM json_each(:ids));
+
+-- name: erasure.drop_rejected_bodies
+UPDATE rejected_deliveries
+SET body = NULL, stored_bytes = stored_bytes - body_bytes
+WHERE id IN (SELECT id FROM rejected_deliveries WHERE subject_hash = :subject AND (source =
+    :source OR :source IS NULL) AND body IS NOT NULL LIMIT :limit);
+
+-- name: erasure.drop_snippets
+UPDATE attempts
+SET response_snippet = NULL
+WHERE response_snippet IS NOT NULL AND job_id IN (SELECT id FROM jobs WHERE delivery_id
+    IN (SELECT value FROM json_each(:ids)));
+
+-- name: erasure.mark_erased
+UPDATE deliveries
+SET payload_purged_at = coalesce(payload_purged_at, ((julianday('now') - 2440587.5) * 86400.0))
+WHERE id IN (SELECT value FROM json_each(:ids));
+
 -- name: hot_path.add_deliveries
 INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count,
-                        first_seen_at, last_seen_at)
-VALUES (:id, :source, :event_id, :event_type, :sha, :seen, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0))
+                        first_seen_at, last_seen_at, subject_hash)
+VALUES (:id, :source, :event_id, :event_type, :sha, :seen, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0), :subject_hash)
 ON CONFLICT (source, event_id) DO NOTHING;
 
 -- name: hot_path.added
@@ -243,8 +290,8 @@ SELECT id, lease_token FROM jobs WHERE id IN (SELECT value FROM json_each(:ids))
 
 -- name: hot_path.insert_delivery
 INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count,
-                        first_seen_at, last_seen_at)
-VALUES (:id, :source, :event_id, :event_type, :sha, :seen, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0))
+                        first_seen_at, last_seen_at, subject_hash)
+VALUES (:id, :source, :event_id, :event_type, :sha, :seen, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0), :subject_hash)
 ON CONFLICT (source, event_id) DO NOTHING
 RETURNING id;
 
@@ -1245,11 +1292,13 @@ WHERE id = :id;
 
 -- name: rejected_deliveries.keep
 INSERT INTO rejected_deliveries (id, source, reason, body_sha256, body, body_bytes, stored_bytes
-    , headers, first_seen_at, last_seen_at, seen)
-VALUES (:id, :source, :reason, :sha, :body, :body_bytes, :stored, :headers, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0), 1)
+    , headers, first_seen_at, last_seen_at, seen, subject_hash)
+VALUES (:id, :source, :reason, :sha, :body, :body_bytes, :stored, :headers, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0), 1,
+    :subject_hash)
 ON CONFLICT (source, body_sha256) DO UPDATE
 SET reason = excluded.reason, headers = excluded.headers, stored_bytes = excluded.stored_bytes,
-    body = coalesce(rejected_deliveries.body, excluded.body), last_seen_at =
+    body = coalesce(rejected_deliveries.body, excluded.body),
+    subject_hash = coalesce(excluded.subject_hash, rejected_deliveries.subject_hash), last_seen_at =
     excluded.last_seen_at, seen = rejected_deliveries.seen + 1, retried_at = NULL, retry_outcome
     = NULL, retry_delivery_id = NULL
 RETURNING id;

@@ -15,13 +15,15 @@
 -- encoding an array per column, and PostgreSQL's json parser reads them fast.
 WITH input AS (
     SELECT id, source, event_id, event_type, body_sha256, decode(body, 'base64') AS body,
-           headers, seen
+           headers, seen, subject_hash
     FROM json_to_recordset(:items::json) AS t(id text, source text, event_id text,
-         event_type text, body_sha256 text, body text, headers text, seen int)
+         event_type text, body_sha256 text, body text, headers text, seen int,
+         subject_hash text)
 ),
 ins AS (
-    INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count)
-    SELECT id, source, event_id, event_type, body_sha256, seen FROM input
+    INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count,
+                            subject_hash)
+    SELECT id, source, event_id, event_type, body_sha256, seen, subject_hash FROM input
     ON CONFLICT (source, event_id) DO NOTHING
     RETURNING id
 ),

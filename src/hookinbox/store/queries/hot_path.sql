@@ -17,16 +17,16 @@
 -- name: insert_delivery
 -- A first delivery's journal row; a repeat inserts nothing and returns no id.
 INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count,
-                        first_seen_at, last_seen_at)
-VALUES (:id, :source, :event_id, :event_type, :sha, :seen, {now}, {now})
+                        first_seen_at, last_seen_at, subject_hash)
+VALUES (:id, :source, :event_id, :event_type, :sha, :seen, {now}, {now}, :subject_hash)
 ON CONFLICT (source, event_id) DO NOTHING
 RETURNING id;
 
 -- name: add_deliveries
 -- The batch's form of insert_delivery: run once per item in one prepared statement.
 INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count,
-                        first_seen_at, last_seen_at)
-VALUES (:id, :source, :event_id, :event_type, :sha, :seen, {now}, {now})
+                        first_seen_at, last_seen_at, subject_hash)
+VALUES (:id, :source, :event_id, :event_type, :sha, :seen, {now}, {now}, :subject_hash)
 ON CONFLICT (source, event_id) DO NOTHING;
 
 -- name: added

@@ -3,11 +3,13 @@
 
 -- name: keep
 INSERT INTO rejected_deliveries (id, source, reason, body_sha256, body, body_bytes, stored_bytes
-    , headers, first_seen_at, last_seen_at, seen)
-VALUES (:id, :source, :reason, :sha, :body, :body_bytes, :stored, :headers, {now}, {now}, 1)
+    , headers, first_seen_at, last_seen_at, seen, subject_hash)
+VALUES (:id, :source, :reason, :sha, :body, :body_bytes, :stored, :headers, {now}, {now}, 1,
+    :subject_hash)
 ON CONFLICT (source, body_sha256) DO UPDATE
 SET reason = excluded.reason, headers = excluded.headers, stored_bytes = excluded.stored_bytes,
-    body = coalesce(rejected_deliveries.body, excluded.body), last_seen_at =
+    body = coalesce(rejected_deliveries.body, excluded.body),
+    subject_hash = coalesce(excluded.subject_hash, rejected_deliveries.subject_hash), last_seen_at =
     excluded.last_seen_at, seen = rejected_deliveries.seen + 1, retried_at = NULL, retry_outcome
     = NULL, retry_delivery_id = NULL
 RETURNING id;
