@@ -248,29 +248,31 @@ TENANT_B_SECRET = "whsec_" + base64.b64encode(b"tenant-b-signing-secret-01234567
 API_READ_TOKEN = "reader-token-0123456789abcdef-0123456789"
 
 
-def _two_tenants_config(db_url: str, notify: NotifyService, **tenant_b_route: Any) -> Any:
+def _two_tenants_config(db_url: str, notify: NotifyService, **route: Any) -> Any:
     """Source ``acme`` (the default test secret) and source ``tenant-b`` (its own secret),
     each with the same video route: a provider account per tenant."""
     sources = {
         "acme": {"scheme": "standard-webhooks", "secret_env": SECRET_ENV,
-                 "routes": [video_route()]},
+                 "routes": [video_route(**route)]},
         "tenant-b": {"scheme": "standard-webhooks", "secret_env": "HB_TENANT_B_SECRET",
-                     "routes": [video_route(**tenant_b_route)]},
+                     "routes": [video_route(**route)]},
     }  # fmt: skip
     base = _config(db_url, notify).model_dump(mode="json", exclude_none=True)
     return config_from_mapping({**base, "sources": sources})
 
 
+@pytest.mark.parametrize("inline", [False, True], ids=["worker", "inline"])
 async def test_another_tenants_source_cannot_move_a_resource(
-    db_url: str, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+    db_url: str, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, inline: bool
 ) -> None:
     """An attacker holding tenant B's signing secret names tenant acme's task and claims
     to be acme: the task stays where acme's own provider put it, and the refusal lands
-    in the sender's review list, not acme's."""
+    in the sender's review list, not acme's. Applied by a worker or in the receiver's
+    own commit (``inline``), the same."""
     monkeypatch.setenv("HB_TENANT_B_SECRET", TENANT_B_SECRET)
     monkeypatch.setenv("HOOKINBOX_API_TOKENS", f"ci:read:{API_READ_TOKEN}")
     with NotifyService() as notify:
-        async with running_inbox(_two_tenants_config(db_url, notify)) as inbox:
+        async with running_inbox(_two_tenants_config(db_url, notify, inline=inline)) as inbox:
             task = await inbox.inbox.resources.create(
                 "video", tenant="acme", owner="user-1", provider_ref="task-acme-1"
             )
