@@ -282,9 +282,11 @@ async def test_another_tenants_source_cannot_move_a_resource(
             body, headers = video_event(
                 "evt_b_forged", "processing", "task-acme-1", tenant="acme", secret=TENANT_B_SECRET
             )
-            answer = await client.post(inbox.url("tenant-b"), content=body, headers=headers)
-            assert answer.json()["status"] == "accepted"  # signed: B's secret is valid for B
-            await wait_for(lambda: _settled(inbox.store, "evt_b_forged"), 10, "the forged event")
+            with structlog.testing.capture_logs() as logs:
+                answer = await client.post(inbox.url("tenant-b"), content=body, headers=headers)
+                assert answer.json()["status"] == "accepted"  # B's secret is valid for B
+                await wait_for(lambda: _settled(inbox.store, "evt_b_forged"), 10, "the event")
+            scraped = (await client.get(f"{inbox.base_url}/metrics")).text
             job = await _job_of(inbox.store, "evt_b_forged")
             resource = await inbox.store.resources.get_resource(task.id)
             api = f"{inbox.base_url}/api/v1/reviews"
@@ -295,6 +297,11 @@ async def test_another_tenants_source_cannot_move_a_resource(
     assert (job.state, job.last_error, job.business_id) == ("completed", "source_mismatch", None)
     assert resource.sources == ("acme",)  # bound by the first event applied to it
     assert answer.text.find(task.id) == -1
+    assert not any(task.id in repr(line) for line in logs)
+    assert [line["outcome"] for line in logs if line["event"] == "resource_event"] == [
+        "source_mismatch"
+    ]
+    assert 'hookinbox_resource_events_total{kind="video",outcome="source_mismatch"} 1.0' in scraped
     assert victims["reviews"] == []
     (review,) = senders["reviews"]
     assert (review["source"], review["reason"], review["tenant"]) == (
