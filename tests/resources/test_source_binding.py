@@ -14,12 +14,16 @@ from typing import Any
 import httpx
 import pytest
 
+from hookinbox.app import Inbox
 from hookinbox.config import config_from_mapping
 from hookinbox.errors import ConfigError
 from hookinbox.resources.machine import VIDEO
 from hookinbox.resources.service import new_resource_id
 from hookinbox.store import ParkPolicy, ResourceEvent, Store, open_store_for
+from hookinbox.store.decisions import claim_mismatch, line_tenant
+from hookinbox.store.postgres import driver as pg_driver
 from hookinbox.store.sql import Sql
+from hookinbox.store.sqlite import driver as sqlite_driver
 from tests.resources.support import video_event, video_route
 from tests.support.inbox import running_inbox
 from tests.support.journal import add_delivery
@@ -202,8 +206,6 @@ async def test_sources_given_at_creation_are_configured_names(
 ) -> None:
     monkeypatch.setenv(TENANT_B_ENV, TENANT_B_SECRET)
     config = config_from_mapping(two_tenants(db_url))
-    from hookinbox.app import Inbox
-
     inbox = Inbox(config, run_workers=False)
     await inbox.store.open()
     try:
@@ -284,9 +286,6 @@ async def test_a_resource_from_before_the_upgrade_is_bound_by_its_next_applied_e
     """Rows written before migration 016: the resource is unbound (reconcile says so)
     until its next applied event binds it; the old refusal of its own provider stays in
     acme's list, the old tenant mismatch goes to no tenant's."""
-    from hookinbox.store.postgres import driver as pg_driver
-    from hookinbox.store.sqlite import driver as sqlite_driver
-
     resource_id = new_resource_id()
     with monkeypatch.context() as patched:
         for module in (pg_driver, sqlite_driver):
@@ -327,3 +326,50 @@ async def test_a_resource_from_before_the_upgrade_is_bound_by_its_next_applied_e
     assert [r.reason for r in acmes] == ["invalid_transition"]
     assert (outcome.outcome, refused.outcome) == ("applied", "source_mismatch")
     assert after is not None and (after.state, after.sources) == ("processing", ("acme",))
+
+
+def _asking(tenant: str | None, *, pinned: bool = False, owner: str | None = None) -> Any:
+    return ResourceEvent(
+        kind="video",
+        provider_ref="p",
+        target="ready",
+        tenant=tenant,
+        owner=owner,
+        event_type="video.ready",
+        event_time=None,
+        delivery_id="dlv_1",
+        job_id="dlv_1:video",
+        tenant_pinned=pinned,
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "event", "checked", "filed_under"),
+    [
+        # Bound to acme: tenant-b is refused whatever it claims; filed under what it is owed.
+        ("tenant-b", _asking("acme"), "source_mismatch", None),
+        ("tenant-b", _asking("acme", pinned=True), "source_mismatch", "acme"),
+        ("tenant-b", _asking("tenant-b"), "source_mismatch", "tenant-b"),
+        ("tenant-b", _asking(None), "source_mismatch", None),
+        ("tenant-b", _asking(""), "source_mismatch", None),
+        # Its own source: the tenant, then the owner, decide.
+        ("acme", _asking("globex"), "tenant_mismatch", "globex"),
+        ("acme", _asking(""), "tenant_mismatch", None),
+        ("acme", _asking("acme", owner="user-2"), "owner_mismatch", "acme"),
+        ("acme", _asking(None, owner="user-2"), "owner_mismatch", None),
+        ("acme", _asking("acme", owner="user-1"), None, "acme"),
+        ("acme", _asking(None), None, "acme"),
+    ],
+)
+def test_a_refusal_is_filed_under_the_senders_tenant_never_the_resources(
+    source: str, event: ResourceEvent, checked: str | None, filed_under: str | None
+) -> None:
+    resource = {"tenant": "acme", "owner": "user-1", "sources": "acme,acme-backup"}
+    mismatch = claim_mismatch(source, event, resource)
+    assert (mismatch, line_tenant(event, resource, mismatch)) == (checked, filed_under)
+
+
+def test_an_unbound_resource_checks_only_tenant_and_owner() -> None:
+    resource = {"tenant": "acme", "owner": "user-1", "sources": None}
+    assert claim_mismatch("anyone", _asking("acme"), resource) is None
+    assert claim_mismatch("anyone", _asking("globex"), resource) == "tenant_mismatch"
