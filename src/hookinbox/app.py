@@ -154,7 +154,7 @@ class Inbox:
             else None
         )
         #: Tracked resources (``await inbox.resources.create(...)``) and the outbox relay.
-        self.resources = Resources(self.store, build_machines(config.machines))
+        self.resources = Resources(self.store, build_machines(config.machines), config.sources)
         self.outbox = (
             OutboxRelay(config.outbox, self.store, notify=config.notify) if run_workers else None
         )

@@ -29,6 +29,7 @@ ACTOR = "test:ops"
 RESOURCE_CHECKS = {
     "terminal_without_delivery",
     "transition_without_outbox",
+    "unbound_resources",
     "outbox_unsent",
     "parked_past_deadline",
 }

@@ -26,6 +26,7 @@ from tests.support.waiting import wait_for, wait_for_status
 RESOURCE_CHECKS = (
     "terminal_without_delivery",
     "transition_without_outbox",
+    "unbound_resources",
     "outbox_unsent",
     "parked_past_deadline",
 )
@@ -129,7 +130,8 @@ async def test_the_trace_of_a_delivery_shows_its_transitions_and_outbox_rows(
     assert "body" not in row  # the trace says where, `outbox show` says what
     (rejected,) = late["transitions"]
     assert (rejected["outcome"], rejected["reason"]) == ("rejected", "from_terminal")
-    assert rejected["detail"] == "rejected: from_terminal"
+    assert rejected["detail"] == "rejected: from_terminal; sent by test; bound to test"
+    assert (rejected["source"], rejected["bound_to"]) == ("test", ["test"])
     assert late["outbox"] == []
 
 
@@ -151,7 +153,7 @@ async def test_reconcile_finds_each_resource_situation(store: Store, db_url: str
         f.check: f.count for f in clean.findings if f.check in RESOURCE_CHECKS
     } == dict.fromkeys(RESOURCE_CHECKS, 0)
 
-    # Moved to a terminal state by hand, not by a delivery.
+    # Moved to a terminal state by hand, not by a delivery (and so bound to no source).
     by_hand = await store.resources.create_resource(
         new_resource_id(), "video", tenant="acme", owner="u", state="ready"
     )
@@ -193,6 +195,7 @@ async def test_reconcile_finds_each_resource_situation(store: Store, db_url: str
     )
     assert found["terminal_without_delivery"].items == [{"ref": by_hand.id, "detail": "ready"}]
     assert found["transition_without_outbox"].items == [{"ref": quiet.id, "detail": "ready"}]
+    assert found["unbound_resources"].items == [{"ref": by_hand.id, "detail": "ready"}]
     assert found["outbox_unsent"].items == [{"ref": f"video-ready:{loud.id}", "detail": "pending"}]
     assert found["parked_past_deadline"].items == [{"ref": jobs["evt_early"][1], "detail": ""}]
     assert not report.clean

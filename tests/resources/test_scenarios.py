@@ -4,15 +4,18 @@ one outbox row and one notification per terminal resource, whatever the provider
 from __future__ import annotations
 
 import asyncio
+import base64
 from typing import Any
 
 import httpx
+import pytest
 import structlog
 
+from hookinbox.config import config_from_mapping
 from hookinbox.store import Store
 from tests.resources.support import NotifyService, outbox_settings, video_event, video_route
 from tests.support.inbox import make_config, running_inbox
-from tests.support.signing import WRONG_SECRET
+from tests.support.signing import SECRET_ENV, WRONG_SECRET
 from tests.support.waiting import wait_for
 
 
@@ -239,3 +242,102 @@ async def test_a_parked_event_goes_to_the_dead_letters_at_its_deadline(
     assert (job.state, job.last_error) == ("failed", "unknown_resource")
     assert job.attempts >= 3  # re-checked with backoff before giving up
     assert findings == []
+
+
+TENANT_B_SECRET = "whsec_" + base64.b64encode(b"tenant-b-signing-secret-01234567").decode()
+API_READ_TOKEN = "reader-token-0123456789abcdef-0123456789"
+
+
+def _two_tenants_config(db_url: str, notify: NotifyService, **route: Any) -> Any:
+    """Source ``acme`` (the default test secret) and source ``tenant-b`` (its own secret),
+    each with the same video route: a provider account per tenant."""
+    sources = {
+        "acme": {"scheme": "standard-webhooks", "secret_env": SECRET_ENV,
+                 "routes": [video_route(**route)]},
+        "tenant-b": {"scheme": "standard-webhooks", "secret_env": "HB_TENANT_B_SECRET",
+                     "routes": [video_route(**route)]},
+    }  # fmt: skip
+    base = _config(db_url, notify).model_dump(mode="json", exclude_none=True)
+    return config_from_mapping({**base, "sources": sources})
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["worker", "inline"])
+async def test_another_tenants_source_cannot_move_a_resource(
+    db_url: str, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, inline: bool
+) -> None:
+    """An attacker holding tenant B's signing secret names tenant acme's task and claims
+    to be acme: the task stays where acme's own provider put it, and the refusal lands
+    in the sender's review list, not acme's. Applied by a worker or in the receiver's
+    own commit (``inline``), the same."""
+    monkeypatch.setenv("HB_TENANT_B_SECRET", TENANT_B_SECRET)
+    monkeypatch.setenv("HOOKINBOX_API_TOKENS", f"ci:read:{API_READ_TOKEN}")
+    with NotifyService() as notify:
+        async with running_inbox(_two_tenants_config(db_url, notify, inline=inline)) as inbox:
+            task = await inbox.inbox.resources.create(
+                "video", tenant="acme", owner="user-1", provider_ref="task-acme-1"
+            )
+            body, headers = video_event("evt_acme_queued", "queued", "task-acme-1")
+            await client.post(inbox.url("acme"), content=body, headers=headers)
+            await wait_for(lambda: _settled(inbox.store, "evt_acme_queued"), 10, "acme's event")
+            body, headers = video_event(
+                "evt_b_forged", "processing", "task-acme-1", tenant="acme", secret=TENANT_B_SECRET
+            )
+            with structlog.testing.capture_logs() as logs:
+                answer = await client.post(inbox.url("tenant-b"), content=body, headers=headers)
+                assert answer.json()["status"] == "accepted"  # B's secret is valid for B
+                await wait_for(lambda: _settled(inbox.store, "evt_b_forged"), 10, "the event")
+            scraped = (await client.get(f"{inbox.base_url}/metrics")).text
+            job = await _job_of(inbox.store, "evt_b_forged")
+            resource = await inbox.store.resources.get_resource(task.id)
+            api = f"{inbox.base_url}/api/v1/reviews"
+            auth = {"authorization": f"Bearer {API_READ_TOKEN}"}
+            victims = (await client.get(api, params={"tenant": "acme"}, headers=auth)).json()
+            senders = (await client.get(api, params={"source": "tenant-b"}, headers=auth)).json()
+    assert resource is not None and resource.state == "queued", "B's source moved acme's task"
+    assert (job.state, job.last_error, job.business_id) == ("completed", "source_mismatch", None)
+    assert resource.sources == ("acme",)  # bound by the first event applied to it
+    assert answer.text.find(task.id) == -1
+    assert not any(task.id in repr(line) for line in logs)
+    assert [line["outcome"] for line in logs if line["event"] == "resource_event"] == [
+        "source_mismatch"
+    ]
+    assert 'hookinbox_resource_events_total{kind="video",outcome="source_mismatch"} 1.0' in scraped
+    assert victims["reviews"] == []
+    (review,) = senders["reviews"]
+    assert (review["source"], review["reason"], review["tenant"]) == (
+        "tenant-b",
+        "source_mismatch",
+        None,  # B's route pins no tenant; what it claimed (acme) is not B's
+    )
+    assert review["resource_id"] is None and review["from"] is None  # nothing of acme's task
+    assert review["delivery_id"] == job.id.split(":")[0] and review["to"] == "processing"
+
+
+async def test_a_tenant_mismatch_is_reviewed_as_the_senders_not_the_owners(
+    db_url: str, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tenant B's source names acme's task but says it is B's: refused, and the review
+    line carries B's source and tenant; acme's list never shows it."""
+    monkeypatch.setenv("HB_TENANT_B_SECRET", TENANT_B_SECRET)
+    monkeypatch.setenv("HOOKINBOX_API_TOKENS", f"ci:read:{API_READ_TOKEN}")
+    with NotifyService() as notify:
+        async with running_inbox(_two_tenants_config(db_url, notify)) as inbox:
+            task = await inbox.inbox.resources.create(
+                "video", tenant="acme", owner="user-1", provider_ref="task-acme-1"
+            )
+            body, headers = video_event(
+                "evt_b_claims_b", "ready", "task-acme-1", tenant="tenant-b", secret=TENANT_B_SECRET
+            )
+            await client.post(inbox.url("tenant-b"), content=body, headers=headers)
+            await wait_for(lambda: _settled(inbox.store, "evt_b_claims_b"), 10, "the event")
+            job = await _job_of(inbox.store, "evt_b_claims_b")
+            resource = await inbox.store.resources.get_resource(task.id)
+            api = f"{inbox.base_url}/api/v1/reviews"
+            auth = {"authorization": f"Bearer {API_READ_TOKEN}"}
+            (review,) = (await client.get(api, headers=auth)).json()["reviews"]
+            victims = (await client.get(api, params={"tenant": "acme"}, headers=auth)).json()
+    assert review["tenant"] == "tenant-b", "the refusal landed in the owner's review list"
+    assert resource is not None and (resource.state, resource.sources) == ("submitted", ())
+    assert job.last_error == "tenant_mismatch"
+    assert (review["source"], review["resource_id"], review["from"]) == ("tenant-b", None, None)
+    assert victims["reviews"] == []

@@ -92,6 +92,8 @@ class DeadLetterQueryParams(_Input):
 
 class ReviewQueryParams(_Input):
     all: bool = Field(False, description="Reviewed ones too (by default only those waiting)")
+    tenant: Term | None = Field(None, description="Only the lines filed under this tenant")
+    source: Term | None = Field(None, description="Only the lines this source's events wrote")
     before: int | None = Field(None, ge=1, description="The last id of the previous page")
     limit: int = Field(50, ge=1, le=1000)
 
@@ -336,9 +338,10 @@ class SourcePauseState(_Output):
 
 class Review(_Output):
     id: int
-    resource_id: str
+    resource_id: str | None = Field(description="None on a mismatch: another party's resource")
     kind: str
-    tenant: str | None
+    source: str | None = Field(description="The source whose event was refused")
+    tenant: str | None = Field(description="The sender's tenant, never the refused resource's")
     to: str
     reason: str | None
     delivery_id: str | None
@@ -447,6 +450,7 @@ class Resource(_Output):
     owner: str
     state: str
     provider_ref: str | None
+    sources: list[str] = Field(description="The sources whose events may move it; [] until bound")
     version: int
     created_at: str | None
     updated_at: str | None
@@ -458,6 +462,7 @@ class Transition(_Output):
     to: str | None
     outcome: str
     reason: str | None
+    source: str | None
     delivery_id: str | None
     job_id: str | None
     event_type: str | None

@@ -173,7 +173,13 @@ async def resume_source(call: Call) -> dict[str, Any]:
 async def list_reviews(call: Call) -> dict[str, Any]:
     q: models.ReviewQueryParams = call.query
     found = await ops.list_reviews(
-        call.store, call.config, resolved=q.all, before=q.before, limit=q.limit
+        call.store,
+        call.config,
+        resolved=q.all,
+        tenant=q.tenant,
+        source=q.source,
+        before=q.before,
+        limit=q.limit,
     )
     return found.as_json()
 

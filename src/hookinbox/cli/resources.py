@@ -47,6 +47,7 @@ TRANSITION_COLUMNS = (
     Column("to"),
     Column("outcome"),
     Column("reason", "text", drop=1),
+    Column("source", "text", drop=4),
     Column("delivery_id", "id", drop=2),
     Column("outbox_key", "id", drop=3),
 )
@@ -62,11 +63,15 @@ def _print_resource(
         print_json(data)
         return
     keys = ("resource_id", "kind", "state", "tenant", "owner", "provider_ref", "version")
-    lines = field_lines([(key, data[key]) for key in keys])
+    fields = [(key, data[key]) for key in keys]
+    fields.append(
+        ("sources", ", ".join(view.sources) or "not bound yet (the first applied event binds it)")
+    )
+    lines = field_lines(fields)
     if log:
         rows = [
-            (t.created_at, t.from_state, t.to_state, t.outcome, t.reason, t.delivery_id,
-             t.outbox_key)
+            (t.created_at, t.from_state, t.to_state, t.outcome, t.reason, t.source,
+             t.delivery_id, t.outbox_key)
             for t in log
         ]  # fmt: skip
         lines += ["", *terminal_table(TRANSITION_COLUMNS, rows)]
@@ -85,19 +90,32 @@ def resources() -> None:
 @click.option("--tenant", required=True)
 @click.option("--owner", required=True)
 @click.option("--ref", "provider_ref", default=None, help="The provider's reference, if known.")
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    help="A source whose events may move it (repeat for several); without, the first "
+    "event applied binds it to its source.",
+)
 @json_option
 @reports_errors
 def resources_create(
     config_path: str | None, kind: str, tenant: str, owner: str, provider_ref: str | None,
-    as_json: bool,
+    sources: tuple[str, ...], as_json: bool,
 ) -> None:  # fmt: skip
     """Create a resource in its machine's initial state."""
     config = quiet_config(config_path)
 
     async def go() -> ResourceView:
         async with opened_store(config) as store:
-            api = Resources(store, build_machines(config.machines))
-            return await api.create(kind, tenant=tenant, owner=owner, provider_ref=provider_ref)
+            api = Resources(store, build_machines(config.machines), config.sources)
+            return await api.create(
+                kind,
+                tenant=tenant,
+                owner=owner,
+                provider_ref=provider_ref,
+                sources=sources or None,
+            )
 
     _print_resource(run(go()), as_json)
 
@@ -116,7 +134,7 @@ def resources_attach(
 
     async def go() -> ResourceView:
         async with opened_store(config) as store:
-            api = Resources(store, build_machines(config.machines))
+            api = Resources(store, build_machines(config.machines), config.sources)
             return await api.attach_ref(resource_id, provider_ref)
 
     _print_resource(run(go()), as_json)

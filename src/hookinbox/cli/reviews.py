@@ -26,7 +26,7 @@ from hookinbox.store import TransitionReview
 
 @click.group()
 def reviews() -> None:
-    """Rejected transitions (a late event, a tenant mismatch) waiting for a review."""
+    """Rejected transitions (a late event, a source or tenant mismatch) waiting for a review."""
 
 
 LIST_COLUMNS = (
@@ -38,7 +38,9 @@ LIST_COLUMNS = (
     Column("review", "text", drop=2),
     Column("event_type", "text", drop=4),
     Column("delivery_id", "id", drop=5),
+    Column("source", "text", drop=6),
     Column("kind", wide_only=True),
+    Column("tenant", "text", wide_only=True),
     Column("reviewed_at", "time", wide_only=True),
 )
 
@@ -53,13 +55,15 @@ def _row(review: TransitionReview, report: ops.ReviewList, now: datetime) -> tup
     return (
         review.id,
         review.created_at,
-        review.resource_id,
+        review.resource_id or "-",
         f"{review.from_state or '?'}->{review.to_state or '?'}",
         review.reason,
         status,
         review.event_type,
         review.delivery_id,
+        review.source,
         review.kind,
+        review.tenant,
         review.reviewed_at,
     )
 
@@ -67,20 +71,31 @@ def _row(review: TransitionReview, report: ops.ReviewList, now: datetime) -> tup
 @reviews.command("list")
 @config_option
 @click.option("--all", "include_resolved", is_flag=True, help="Resolved ones too.")
+@click.option("--tenant", default=None, help="Only the lines filed under this tenant.")
+@click.option("--source", default=None, help="Only the lines this source's events wrote.")
 @click.option("--before", type=int, default=None, help="Older than this id (next page).")
 @click.option("--limit", type=int, default=50, show_default=True)
 @reports_errors
 @output_options
 def reviews_list(
-    config_path: str | None, include_resolved: bool, before: int | None, limit: int, out: Output
-) -> None:
-    """Rejected transitions, newest first (unreviewed only unless --all)."""
+    config_path: str | None, include_resolved: bool, tenant: str | None, source: str | None,
+    before: int | None, limit: int, out: Output,
+) -> None:  # fmt: skip
+    """Rejected transitions, newest first (unreviewed only unless --all). A line is the
+    sender's: a refusal for another tenant's resource is under the sender's source and
+    tenant, without that resource's id."""
     config = quiet_config(config_path)
 
     async def go() -> ops.ReviewList:
         async with opened_store(config) as store:
             return await ops.list_reviews(
-                store, config, resolved=include_resolved, before=before, limit=limit
+                store,
+                config,
+                resolved=include_resolved,
+                tenant=tenant,
+                source=source,
+                before=before,
+                limit=limit,
             )
 
     report = run(go())
@@ -113,4 +128,5 @@ def reviews_resolve(config_path: str | None, transition_id: int, note: str, as_j
     if as_json:
         print_json(review.as_json())
     else:
-        click.echo(f"resolved transition {review.id} of {review.resource_id} as {actor}")
+        of = review.resource_id or review.reason
+        click.echo(f"resolved transition {review.id} of {of} as {actor}")

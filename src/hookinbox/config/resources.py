@@ -21,7 +21,7 @@ TOML::
     [sources.videoapi.routes.resource]     # instead of handler / forward
     kind = "video"
     ref = "/data/task_id"                  # JSON pointers into the verified body
-    tenant = "/data/tenant_id"
+    tenant = "/data/tenant_id"             # or a literal ("acme"): the source's one tenant
     owner = "/data/owner_id"
     inline = false                         # true: applied in the receiver's commit
 
@@ -47,6 +47,8 @@ from hookinbox.config.schemes import check_pointer
 from hookinbox.errors import ConfigError
 
 _NAME = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+#: A pinned tenant: printable, no control character, not padded with spaces.
+_TENANT = re.compile(r"^[^\s\x00-\x1f\x7f](?:[^\x00-\x1f\x7f]{0,198}[^\s\x00-\x1f\x7f])?$")
 
 
 class MachineConfig(Frozen):
@@ -161,7 +163,9 @@ class ResourceBinding(Frozen):
     kind: str = Field(min_length=1, max_length=64)
     #: Where the provider's reference (its task id) is in the body.
     ref: str
-    #: Where the tenant / owner the event claims are; checked against the resource.
+    #: Where the tenant / owner the event claims are; checked against the resource. A
+    #: ``tenant`` not starting with ``/`` is a literal: every event of the route is that
+    #: tenant's, whatever its body claims (one tenant per source).
     tenant: str | None = None
     owner: str | None = None
     #: Where the event's own time is: recorded for audit, never used for ordering.
@@ -176,10 +180,28 @@ class ResourceBinding(Frozen):
     park_recheck_seconds: float = Field(default=2.0, gt=0, le=3600)
     park_recheck_max_seconds: float = Field(default=60.0, gt=0, le=86400)
 
-    @field_validator("ref", "tenant", "owner", "event_time")
+    @field_validator("ref", "owner", "event_time")
     @classmethod
     def _pointers(cls, value: str | None) -> str | None:
         return check_pointer(value) if value is not None else None
+
+    @field_validator("tenant")
+    @classmethod
+    def _tenant(cls, value: str | None) -> str | None:
+        if value is None or value.startswith("/"):
+            return check_pointer(value) if value is not None else None
+        if not _TENANT.match(value):
+            raise ValueError(
+                f"{value!r} is neither a JSON pointer (/data/tenant_id) nor a tenant name "
+                "(1 to 200 printable characters, no leading or trailing space)"
+            )
+        return value
+
+    @property
+    def pinned_tenant(self) -> str | None:
+        """The literal tenant of every event of this route, or None (a pointer, or none)."""
+        tenant = self.tenant
+        return tenant if tenant is not None and not tenant.startswith("/") else None
 
     @model_validator(mode="after")
     def _recheck_order(self) -> ResourceBinding:

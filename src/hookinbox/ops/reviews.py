@@ -1,8 +1,10 @@
 """The review list of rejected transitions: list them, resolve one with a note.
 
 A transition the state machine refuses (a late ``processing`` after ``ready``, an event
-whose tenant or owner does not match its resource) is never applied; it is written to the
-transition log as ``rejected`` and lands here. An operator looks at each (was the
+from a source its resource is not bound to, or whose tenant or owner does not match it) is
+never applied; it is written to the transition log as ``rejected`` and lands here, filed
+under the sender's source and tenant (a mismatch never in the list of the resource's
+tenant, and without that resource's id). An operator looks at each (was the
 provider wrong, or is our resource?) and resolves it with a note; who and when are kept
 on the log line and in the audit. ``reconcile`` reports the ones nobody resolved within
 ``operations.transition_review`` (24 h by default). The CLI (``hookinbox reviews``) and
@@ -55,13 +57,18 @@ async def list_reviews(
     config: Config,
     *,
     resolved: bool = False,
+    tenant: str | None = None,
+    source: str | None = None,
     before: int | None = None,
     limit: int = 50,
 ) -> ReviewList:
-    """Rejected transitions, newest first: the unreviewed ones, or all with ``resolved``."""
+    """Rejected transitions, newest first: the unreviewed ones, or all with ``resolved``;
+    one tenant's or one source's (the sender's) when given."""
     if not 1 <= limit <= 1000:
         raise InvalidArgument("--limit must be between 1 and 1000")
-    found = await store.reviews.list_reviews(resolved=resolved, before=before, limit=limit)
+    found = await store.reviews.list_reviews(
+        resolved=resolved, tenant=tenant, source=source, before=before, limit=limit
+    )
     return ReviewList(found, config.operations.transition_review)
 
 
@@ -95,7 +102,7 @@ async def resolve_review(
         command="review-resolve",
         delivery_id=found.delivery_id,
         job_id=found.job_id,
-        detail=f"transition {transition_id} of {found.resource_id}",
+        detail=f"transition {transition_id} of {found.resource_id or found.reason}",
     )
     log.info("review_resolved", transition_id=transition_id, actor=actor)
     resolved = await store.reviews.get_review(transition_id)

@@ -2,7 +2,9 @@
 
 Each check is one question: a terminal resource that no delivery's applied transition
 moved there (someone changed it by hand, or an event is missing); an applied transition
-into a notifying state with no outbox row; an outbox row unsent past
+into a notifying state with no outbox row; a resource moved but bound to no source (it
+was moved before sources were recorded; whichever source's event is applied next binds
+it); an outbox row unsent past
 ``outbox.unsent_after_seconds``; a parked event past its deadline (no worker is running).
 They reach ``reconcile`` through :class:`hookinbox.ops.views.OperatorViews`.
 """
@@ -22,6 +24,8 @@ _SCAN = 10_000
 TITLES = {
     "terminal_without_delivery": "resources in a terminal state no delivery moved them to",
     "transition_without_outbox": "applied transitions without their outbox row",
+    "unbound_resources": "resources moved but bound to no source yet (moved before sources "
+    "were recorded): the next event applied binds its sender",
     "outbox_unsent": "outbox rows unsent past outbox.unsent_after_seconds",
     "parked_past_deadline": "parked events past their deadline",
 }

@@ -3,23 +3,26 @@
 The application creates a resource when it starts an operation (a video render) and
 attaches the provider's reference when the provider answers::
 
-    task = await inbox.resources.create("video", tenant="acme", owner="user-7")
+    task = await inbox.resources.create("video", tenant="acme", owner="user-7", sources=["acme"])
     await inbox.resources.attach_ref(task.id, provider_task_id)
 
 A route with a ``resource`` table then moves it by the provider's callbacks through its
-state machine (:mod:`hookinbox.resources.machine`): the event's reference finds the resource, the
-event's tenant and owner must match it, the machine judges the transition, and the
+state machine (:mod:`hookinbox.resources.machine`): the event's reference finds the
+resource, the event's source must be one the resource is bound to (created without, the
+first event applied binds it to its sender), the event's tenant (the route's pinned one,
+or what the body claims) and owner must match it, the machine judges the transition, and the
 transition, its outbox rows and the job's completion are one transaction (the store's
 ``apply_resource_event``). An event for a reference not attached yet is parked and
 re-checked, never attached to anything else; at its deadline it is a dead letter
-``unknown_resource``. Log lines carry ids and codes; on a tenant or owner mismatch not
-even the other tenant's resource id.
+``unknown_resource``. Log lines carry ids and codes; on a source, tenant or owner mismatch
+not even the other party's resource id.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from hookinbox.config import Config
@@ -45,6 +48,8 @@ from hookinbox.verify.edge import storable_text
 log = get_logger("hookinbox.resources")
 
 _EVENT_TIME_MAX = 64
+#: The config's rule for a source name (so a stored list splits on its commas).
+_SOURCE_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 
 
 def new_resource_id() -> str:
@@ -56,9 +61,16 @@ class Resources:
     """``inbox.resources``: create, attach, read. Reads can be scoped to a tenant and
     owner, so a result is handed only to whoever owns the operation."""
 
-    def __init__(self, store: Store, machines: Mapping[str, StateMachine]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        machines: Mapping[str, StateMachine],
+        sources: Collection[str] | None = None,
+    ) -> None:
         self._store = store
         self.machines = dict(machines)
+        #: The configured sources a resource may be bound to (None: any well-formed name).
+        self._sources = frozenset(sources) if sources is not None else None
 
     def machine(self, kind: str) -> StateMachine:
         try:
@@ -67,13 +79,23 @@ class Resources:
             raise ConfigError(f"no state machine named {kind!r}") from None
 
     async def create(
-        self, kind: str, *, tenant: str, owner: str, provider_ref: str | None = None
+        self,
+        kind: str,
+        *,
+        tenant: str,
+        owner: str,
+        provider_ref: str | None = None,
+        sources: Iterable[str] | None = None,
     ) -> ResourceView:
-        """A new resource in its machine's initial state."""
+        """A new resource in its machine's initial state, bound to ``sources`` (the
+        sources whose events may move it). Without, the first event applied to it binds
+        it to that event's source: until then any source whose route finds it by
+        reference (and whose tenant and owner match) may move it first."""
         machine = self.machine(kind)
         for name, value in (("tenant", tenant), ("owner", owner)):
             if not value:
                 raise ConfigError(f"a resource needs a non-empty {name}")
+        bound = self._checked_sources(sources)
         view = await self._store.resources.create_resource(
             new_resource_id(),
             kind,
@@ -81,9 +103,31 @@ class Resources:
             owner=owner,
             state=machine.initial,
             provider_ref=provider_ref or None,
+            sources=bound,
         )
-        log.info("resource_created", resource_id=view.id, kind=kind, state=view.state)
+        log.info(
+            "resource_created",
+            resource_id=view.id,
+            kind=kind,
+            state=view.state,
+            sources=list(view.sources),
+        )
         return view
+
+    def _checked_sources(self, sources: Iterable[str] | None) -> tuple[str, ...]:
+        if sources is None:
+            return ()
+        if isinstance(sources, str):  # a lone name would bind each of its letters
+            raise ConfigError("sources is a list of source names")
+        names = tuple(sorted(set(sources)))
+        if not names:
+            raise ConfigError("sources needs at least one source name (or leave it out)")
+        for name in names:
+            if not _SOURCE_NAME.match(name):
+                raise ConfigError(f"{name!r} is not a source name (letters, digits, _ and -)")
+            if self._sources is not None and name not in self._sources:
+                raise ConfigError(f"no source named {name!r} in the config")
+        return names
 
     async def attach_ref(self, resource_id: str, provider_ref: str) -> ResourceView:
         """Attach the provider's reference; parked events for it are applied next."""
@@ -148,8 +192,8 @@ async def reconcile_resources(
     limit: int = 100,
 ) -> list[ResourceFinding]:
     """The resource checks of reconciliation: ``terminal_without_delivery``,
-    ``transition_without_outbox``, ``outbox_unsent`` (older than the threshold) and
-    ``parked_past_deadline``."""
+    ``transition_without_outbox``, ``unbound_resources``, ``outbox_unsent`` (older than
+    the threshold) and ``parked_past_deadline``."""
     return await store.resources.resource_findings(
         list(machines), outbox_unsent_seconds=outbox_unsent_seconds, limit=limit
     )
@@ -182,17 +226,25 @@ def resource_event(
     if not storable_text(ref):  # a reference is indexed and logged like an event id
         return "invalid_resource_ref"
     event_time = string_at(payload, binding.event_time)
+    pinned = binding.pinned_tenant
+    if pinned is not None:  # one tenant per source: the body has no say
+        tenant: str | None = pinned
+    elif binding.tenant is not None:
+        # A checked field the event lacks is "": it never matches a resource's value.
+        tenant = string_at(payload, binding.tenant) or ""
+    else:
+        tenant = None
     return ResourceEvent(
         kind=binding.kind,
         provider_ref=ref,
         target=target,
-        # A checked field the event lacks is "": it never matches a resource's value.
-        tenant=(string_at(payload, binding.tenant) or "") if binding.tenant else None,
+        tenant=tenant,
         owner=(string_at(payload, binding.owner) or "") if binding.owner else None,
         event_type=event_type,
         event_time=event_time[:_EVENT_TIME_MAX] if event_time else None,
         delivery_id=delivery_id,
         job_id=job_id,
+        tenant_pinned=pinned is not None,
     )
 
 

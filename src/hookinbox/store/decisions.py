@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Set
 from datetime import datetime, timedelta
-from typing import Literal, Protocol
+from typing import Protocol
 
 from hookinbox.backoff import backoff_seconds
 from hookinbox.codes import AttemptOutcome, JobCode, JobState
-from hookinbox.store.resource_records import Outcome, ParkPolicy, ResourceEvent
+from hookinbox.store.resource_records import Mismatch, Outcome, ParkPolicy, ResourceEvent
 from hookinbox.store.sql import Row
 
 
@@ -27,6 +27,9 @@ class TransitionRules(Protocol):
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def initial(self) -> str: ...
 
     @property
     def terminal(self) -> Set[str]: ...
@@ -39,16 +42,35 @@ class TransitionRules(Protocol):
         """None when ``current -> target`` is allowed, else the reason it is not."""
 
 
-def claim_mismatch(
-    event: ResourceEvent, resource: Row
-) -> Literal["tenant_mismatch", "owner_mismatch"] | None:
-    """An event moves only a resource whose tenant and owner it names (when the route
-    checks them); a mismatch is refused without naming the other party's resource."""
+def claim_mismatch(source: str, event: ResourceEvent, resource: Row) -> Mismatch | None:
+    """An event moves only a resource bound to its source (one created without sources
+    is bound by the first event applied to it) and whose tenant and owner it names (when
+    the route checks them); a mismatch is refused without naming the other party's
+    resource. The source is checked first: a sender another tenant's resource is not
+    bound to is refused as such, whatever its body claims."""
+    bound = resource["sources"]
+    if bound and source not in bound.split(","):
+        return "source_mismatch"
     if event.tenant is not None and event.tenant != resource["tenant"]:
         return "tenant_mismatch"
     if event.owner is not None and event.owner != resource["owner"]:
         return "owner_mismatch"
     return None
+
+
+def line_tenant(event: ResourceEvent, resource: Row, mismatch: Mismatch | None) -> str | None:
+    """The tenant a transition line (and its review) belongs to. An event the resource
+    accepted as its own: the resource's tenant. A refused one: the sender's, which is
+    its route's pinned tenant, else what it claimed, but never the tenant of a resource
+    whose sources it is not one of (claiming it is what such a sender may not do); None
+    when the sender is entitled to no tenant we know."""
+    if mismatch is None:
+        return str(resource["tenant"])
+    if not event.tenant:
+        return None
+    if mismatch == "source_mismatch" and not event.tenant_pinned:
+        return event.tenant if event.tenant != resource["tenant"] else None
+    return event.tenant
 
 
 def park_due(checks: int, now: datetime, deadline: datetime, policy: ParkPolicy) -> datetime | None:

@@ -8,6 +8,7 @@ Times are UTC datetimes, read from rows as in :mod:`hookinbox.store.records`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Self, get_args
@@ -15,12 +16,14 @@ from typing import Any, Literal, Self, get_args
 from hookinbox.store.records import Record, build, iso, no_times
 from hookinbox.store.sql import DecodeTime, Row
 
-#: What applying one event did. ``parked``: the reference is not known yet, re-checked
-#: later; ``unknown_resource``: still unknown at the deadline (dead letter);
-#: ``lease_lost``: another worker owns the job now, nothing was written.
+#: What applying one event did. ``source_mismatch``: the resource is bound to other
+#: sources; ``parked``: the reference is not known yet, re-checked later;
+#: ``unknown_resource``: still unknown at the deadline (dead letter); ``lease_lost``:
+#: another worker owns the job now, nothing was written.
 Outcome = Literal[
     "applied",
     "rejected_transition",
+    "source_mismatch",
     "tenant_mismatch",
     "owner_mismatch",
     "already_applied",
@@ -29,8 +32,17 @@ Outcome = Literal[
     "lease_lost",
 ]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+#: The refusals of an event whose sender has no claim on the resource it named: never
+#: applied, and reviewed as the sender's, without naming that resource.
+Mismatch = Literal["source_mismatch", "tenant_mismatch", "owner_mismatch"]
+MISMATCHES: tuple[Mismatch, ...] = get_args(Mismatch)
 OutboxState = Literal["pending", "sending", "sent", "failed"]
 OUTBOX_STATES: tuple[OutboxState, ...] = get_args(OutboxState)
+
+
+def sources_text(sources: Iterable[str]) -> str | None:
+    """How a resource's sources are stored: sorted, comma-separated; None for none."""
+    return ",".join(sorted(set(sources))) or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +54,22 @@ class ResourceView(Record):
     state: str
     provider_ref: str | None
     version: int
+    #: The sources whose events may move it; empty until the first applied event binds
+    #: the resource to its sender (when it was created without).
+    sources: tuple[str, ...]
     created_at: datetime
     updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row, decode_time: DecodeTime, **given: Any) -> Self:
+        stored = row["sources"]
+        return build(
+            cls, row, decode_time, sources=tuple(stored.split(",")) if stored else (), **given
+        )
+
+    @property
+    def bound(self) -> bool:
+        return bool(self.sources)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +79,7 @@ class ResourceView(Record):
             "owner": self.owner,
             "state": self.state,
             "provider_ref": self.provider_ref,
+            "sources": list(self.sources),
             "version": self.version,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
@@ -75,6 +102,9 @@ class TransitionView(Record):
     event_type: str | None
     event_time: str | None
     outbox_key: str | None
+    #: The source that sent the event (None on a line no event wrote, and on lines
+    #: written before sources were recorded).
+    source: str | None
     created_at: datetime
 
     def as_json(self) -> dict[str, Any]:
@@ -84,6 +114,7 @@ class TransitionView(Record):
             "to": self.to_state,
             "outcome": self.outcome,
             "reason": self.reason,
+            "source": self.source,
             "delivery_id": self.delivery_id,
             "job_id": self.job_id,
             "event_type": self.event_type,
@@ -149,7 +180,8 @@ class ClaimedOutbox:
 class ResourceEvent:
     """What one delivery asks of one resource. ``tenant``/``owner`` are what the event
     claims: None when the route does not check them, ``""`` when it should but the
-    event carries none (which never matches)."""
+    event carries none (which never matches); ``tenant_pinned`` when the tenant is the
+    route's literal, whatever the body says."""
 
     kind: str
     provider_ref: str
@@ -160,6 +192,7 @@ class ResourceEvent:
     event_time: str | None
     delivery_id: str
     job_id: str
+    tenant_pinned: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +209,7 @@ class ParkPolicy:
 class ResourceOutcome:
     outcome: Outcome
     #: The resource the event was applied to or rejected by; None on a mismatch (the
-    #: other tenant's resource is not named) or an unknown reference.
+    #: other party's resource is not named) or an unknown reference.
     resource_id: str | None = None
     from_state: str | None = None
     to_state: str | None = None

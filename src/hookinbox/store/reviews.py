@@ -1,6 +1,11 @@
 """The review list of rejected transitions: the transition log's ``rejected`` lines (a
-late ``processing`` after ``ready``, a tenant or owner mismatch), which the state machine
-never applied and an operator should look at, and the operator's verdict on each.
+late ``processing`` after ``ready``, a source, tenant or owner mismatch), which the state
+machine never applied and an operator should look at, and the operator's verdict on each.
+
+A line belongs to its sender: it carries the source that sent the event and the tenant
+that sender is entitled to (migration 016), so a list kept by tenant or source shows a
+refusal to whoever sent it. A mismatch names neither the id nor the state of the
+resource it was refused: that resource is another party's.
 
 A review is three columns on the log line itself (``reviewed_at``, ``reviewed_by``,
 ``review_note``, migration 005): the log stays the one record of what was tried, and
@@ -30,9 +35,13 @@ class TransitionReview(Record):
     """A rejected transition and its review (None until an operator resolved it)."""
 
     id: int
-    resource_id: str
+    #: None on a mismatch (the resource is not the sender's to see).
+    resource_id: str | None
     kind: str
-    tenant: str
+    #: The source that sent the event, and the tenant the line is filed under: the
+    #: sender's, never that of a resource it was refused (None: no tenant it is owed).
+    source: str | None
+    tenant: str | None
     from_state: str | None
     to_state: str | None
     reason: str | None
@@ -53,6 +62,7 @@ class TransitionReview(Record):
             "id": self.id,
             "resource_id": self.resource_id,
             "kind": self.kind,
+            "source": self.source,
             "tenant": self.tenant,
             "from": self.from_state,
             "to": self.to_state,
@@ -72,12 +82,24 @@ class TransitionReviews:
         self._db = db
 
     async def list_reviews(
-        self, *, resolved: bool = False, before: int | None = None, limit: int = 50
+        self,
+        *,
+        resolved: bool = False,
+        tenant: str | None = None,
+        source: str | None = None,
+        before: int | None = None,
+        limit: int = 50,
     ) -> list[TransitionReview]:
         """Rejected transitions, newest first, keyset-paginated by log id; only the
-        unreviewed ones unless ``resolved``."""
+        unreviewed ones unless ``resolved``; only one tenant's or one source's when
+        given."""
         found = await self._db.rows(
-            _LIST, resolved=1 if resolved else 0, before=before, limit=limit
+            _LIST,
+            resolved=1 if resolved else 0,
+            tenant=tenant,
+            source=source,
+            before=before,
+            limit=limit,
         )
         return [TransitionReview.from_row(r, self._db.decode_time) for r in found]
 

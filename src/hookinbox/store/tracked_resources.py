@@ -19,6 +19,7 @@ from hookinbox.store.resource_records import (
     ResourceOutcome,
     ResourceView,
     TransitionView,
+    sources_text,
 )
 from hookinbox.store.sql import (
     WAKE,
@@ -54,6 +55,7 @@ _COUNTS = _SQL["counts"]
 _TERMINAL_WITHOUT_DELIVERY = _SQL["terminal_without_delivery"]
 _TRANSITION_WITHOUT_OUTBOX = _SQL["transition_without_outbox"]
 _OUTBOX_UNSENT = _SQL["outbox_unsent"]
+_UNBOUND_MOVED = _SQL["unbound_moved"]
 _PARKED_PAST_DEADLINE = _SQL["parked_past_deadline"]
 
 
@@ -70,6 +72,7 @@ def _create(
     owner: str,
     state: str,
     provider_ref: str | None,
+    sources: Sequence[str],
     decode_time: DecodeTime,
 ) -> Tx[ResourceView]:
     created = yield row(
@@ -80,6 +83,7 @@ def _create(
         owner=owner,
         state=state,
         ref=provider_ref,
+        sources=sources_text(sources),
     )
     if created is None:
         raise OperationRefused(_REF_TAKEN)
@@ -142,6 +146,10 @@ def _findings(
             found += [
                 ResourceFinding("transition_without_outbox", r["resource_id"], state) for r in lost
             ]
+        unbound = yield rows(
+            _UNBOUND_MOVED, kind=machine.name, initial=machine.initial, limit=limit
+        )
+        found += [ResourceFinding("unbound_resources", r["id"], r["state"]) for r in unbound]
     unsent = yield rows(_OUTBOX_UNSENT, age=float(outbox_unsent_seconds), limit=limit)
     found += [ResourceFinding("outbox_unsent", r["key"], r["state"]) for r in unsent]
     parked = yield rows(_PARKED_PAST_DEADLINE, limit=limit)
@@ -162,13 +170,15 @@ class TrackedResources:
         owner: str,
         state: str,
         provider_ref: str | None = None,
+        sources: Sequence[str] = (),
     ) -> ResourceView:
-        """Insert a resource in its initial state (logged as ``created``); a provider
+        """Insert a resource in its initial state (logged as ``created``), bound to
+        ``sources`` (none: bound by the first event applied to it); a provider
         reference already held by another resource of the kind is OperationRefused.
         Parked events waiting for that reference become due now."""
         decode = self._db.decode_time
         return await self._db.run(
-            _create(resource_id, kind, tenant, owner, state, provider_ref, decode)
+            _create(resource_id, kind, tenant, owner, state, provider_ref, sources, decode)
         )
 
     async def attach_provider_ref(self, resource_id: str, provider_ref: str) -> ResourceView:
@@ -221,7 +231,8 @@ class TrackedResources:
         park: ParkPolicy,
     ) -> ResourceOutcome:
         """In ONE transaction, with the job's lease checked: find the resource by
-        reference (locked), check tenant and owner, judge the transition, write it (or
+        reference (locked), check source (binding an unbound resource to it when the
+        event is applied), tenant and owner, judge the transition, write it (or
         its rejection) to the log, insert the outbox rows it produces and complete the
         job; or park the job (unknown reference) or dead-letter it at the park deadline
         (``unknown_resource``). ``lease_lost`` writes nothing."""
@@ -238,6 +249,8 @@ class TrackedResources:
     ) -> list[ResourceFinding]:
         """Reconciliation: ``terminal_without_delivery`` (a terminal resource no
         delivery's applied transition moved), ``transition_without_outbox``,
+        ``unbound_resources`` (moved, yet bound to no source: moved before sources were
+        recorded),
         ``outbox_unsent`` (pending or sending longer than the threshold) and
         ``parked_past_deadline``."""
         return await self._db.run(_findings(machines, outbox_unsent_seconds, limit), atomic=False)

@@ -2,7 +2,8 @@
 
 In the caller's transaction (a worker's, with the job's lease checked, or the receiver's
 inline reservation): lock the resource row (PostgreSQL ``FOR UPDATE``; SQLite's write
-lock already serializes), check tenant and owner, let the machine judge the transition,
+lock already serializes), check source, tenant and owner, let the machine judge the
+transition (the first one applied binds a resource created without sources to its sender),
 write it or its rejection to the log with the outbox row it produces, and settle the job;
 an unknown reference parks the job instead, until its deadline dead-letters it. The
 decisions are :mod:`hookinbox.store.decisions`; here are only the reads and writes.
@@ -20,6 +21,7 @@ from hookinbox.store.decisions import (
     TransitionRules,
     claim_mismatch,
     job_settlement,
+    line_tenant,
     outbox_row,
     park_due,
 )
@@ -54,6 +56,8 @@ def log_params(resource_id: str, from_state: str | None, to_state: str | None) -
         "event_type": None,
         "event_time": None,
         "outbox_key": None,
+        "source": None,
+        "tenant": None,
     }
 
 
@@ -72,7 +76,8 @@ def apply_event(
         "event_type": ev.event_type,
         "event_time": ev.event_time,
     }
-    mismatch = claim_mismatch(ev, found)
+    mismatch = claim_mismatch(source, ev, found)
+    log.update(source=source, tenant=line_tenant(ev, found, mismatch))
     if mismatch is not None:
         yield count(LOG, **{**log, "outcome": "rejected", "reason": mismatch})
         return ResourceOutcome(mismatch)
@@ -84,7 +89,9 @@ def apply_event(
     if reason is not None:
         yield count(LOG, **{**log, "outcome": "rejected", "reason": reason})
         return ResourceOutcome("rejected_transition", resource_id, current, ev.target, reason)
-    moved = yield count(_MOVE, id=resource_id, state=ev.target, version=found["version"])
+    moved = yield count(
+        _MOVE, id=resource_id, state=ev.target, source=source, version=found["version"]
+    )
     if moved != 1:  # pragma: no cover - the row is locked (or the write lock held)
         raise StoreError("the resource changed under its lock")
     keys = ()

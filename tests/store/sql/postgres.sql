@@ -1594,9 +1594,10 @@ LIMIT $2;
 
 -- name: reads.sample_unreviewed_transitions
 -- params: $1 age, $2 limit
-SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, r.kind AS source, t.resource_id
-    || ' ' || coalesce(t.from_state, '?') || ' -> ' || coalesce(t.to_state, '?') || ' (' ||
-    coalesce(t.reason, '?') || ')' AS detail, t.created_at AS since
+SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, coalesce(t.source, r.kind) AS
+    source, t.resource_id || ' ' || coalesce(t.from_state, '?') || ' -> ' || coalesce(t.to_state,
+    '?') || ' (' || coalesce(t.reason, '?') || ', tenant ' || coalesce(t.tenant, '-') || ')' AS
+    detail, t.created_at AS since
 FROM resource_transitions t
 JOIN resources r ON r.id = t.resource_id
 WHERE t.outcome = 'rejected'
@@ -1778,24 +1779,32 @@ LIMIT $2 FOR UPDATE OF p SKIP LOCKED;
 
 -- name: reviews.get
 -- params: $1 id
-SELECT t.id, t.resource_id, r.kind, r.tenant, t.from_state, t.to_state, t.reason, t.delivery_id,
-    t.job_id, t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
+SELECT t.id, CASE WHEN t.reason IN ('source_mismatch', 'tenant_mismatch', 'owner_mismatch')
+    THEN NULL ELSE t.resource_id END AS resource_id, r.kind, t.source, t.tenant, CASE WHEN
+    t.reason IN ('source_mismatch', 'tenant_mismatch', 'owner_mismatch') THEN NULL ELSE
+    t.from_state END AS from_state, t.to_state, t.reason, t.delivery_id, t.job_id,
+    t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
 FROM resource_transitions t
 JOIN resources r ON r.id = t.resource_id
 WHERE t.id = $1
   AND t.outcome = 'rejected';
 
 -- name: reviews.list
--- params: $1 resolved, $2 before, $3 limit
-SELECT t.id, t.resource_id, r.kind, r.tenant, t.from_state, t.to_state, t.reason, t.delivery_id,
-    t.job_id, t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
+-- params: $1 resolved, $2 tenant, $3 source, $4 before, $5 limit
+SELECT t.id, CASE WHEN t.reason IN ('source_mismatch', 'tenant_mismatch', 'owner_mismatch')
+    THEN NULL ELSE t.resource_id END AS resource_id, r.kind, t.source, t.tenant, CASE WHEN
+    t.reason IN ('source_mismatch', 'tenant_mismatch', 'owner_mismatch') THEN NULL ELSE
+    t.from_state END AS from_state, t.to_state, t.reason, t.delivery_id, t.job_id,
+    t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
 FROM resource_transitions t
 JOIN resources r ON r.id = t.resource_id
 WHERE t.outcome = 'rejected'
   AND (t.reviewed_at IS NULL OR $1 = 1)
-  AND (t.id < $2 OR $2 IS NULL)
+  AND (t.tenant = $2 OR $2 IS NULL)
+  AND (t.source = $3 OR $3 IS NULL)
+  AND (t.id < $4 OR $4 IS NULL)
 ORDER BY t.id DESC
-LIMIT $3;
+LIMIT $5;
 
 -- name: reviews.resolve
 -- params: $1 actor, $2 note, $3 id
@@ -1833,9 +1842,10 @@ WHERE outcome IN ('applied', 'rejected')
 GROUP BY outcome, reason;
 
 -- name: tracked_resources.create
--- params: $1 id, $2 kind, $3 tenant, $4 owner, $5 state, $6 ref
-INSERT INTO resources (id, kind, tenant, owner, state, provider_ref, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, now(), now())
+-- params: $1 id, $2 kind, $3 tenant, $4 owner, $5 state, $6 ref, $7 sources
+INSERT INTO resources (id, kind, tenant, owner, state, provider_ref, sources, created_at,
+    updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now())
 ON CONFLICT DO NOTHING
 RETURNING *;
 
@@ -1933,6 +1943,16 @@ WHERE r.kind = $1
 ORDER BY t.id
 LIMIT $4;
 
+-- name: tracked_resources.unbound_moved
+-- params: $1 kind, $2 initial, $3 limit
+SELECT id, state
+FROM resources
+WHERE kind = $1
+  AND sources IS NULL
+  AND state <> $2
+ORDER BY id
+LIMIT $3;
+
 -- name: tracked_resources.wake_parked
 -- params: $1 kind, $2 ref
 UPDATE jobs
@@ -1971,18 +1991,19 @@ SET attempts = 1
 WHERE id = $1;
 
 -- name: transitions.log
--- params: $1 resource_id, $2 from_state, $3 to_state, $4 outcome, $5 reason, $6 delivery_id, $7 job_id, $8 event_type, $9 event_time, $10 outbox_key
+-- params: $1 resource_id, $2 from_state, $3 to_state, $4 outcome, $5 reason, $6 delivery_id, $7 job_id, $8 event_type, $9 event_time, $10 outbox_key, $11 source, $12 tenant
 INSERT INTO resource_transitions (resource_id, from_state, to_state, outcome, reason,
-    delivery_id, job_id, event_type, event_time, outbox_key, created_at)
+    delivery_id, job_id, event_type, event_time, outbox_key, source, tenant, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7,
-    $8, $9, $10, now());
+    $8, $9, $10, $11, $12, now());
 
 -- name: transitions.move
--- params: $1 state, $2 id, $3 version
+-- params: $1 state, $2 source, $3 id, $4 version
 UPDATE resources
-SET state = $1, version = version + 1, updated_at = now()
-WHERE id = $2
-  AND version = $3;
+SET state = $1, sources = coalesce(sources, $2), version = version + 1,
+    updated_at = now()
+WHERE id = $3
+  AND version = $4;
 
 -- name: transitions.notify
 -- params: $1 key, $2 kind, $3 source, $4 resource_id, $5 body

@@ -1243,9 +1243,10 @@ ORDER BY e.created_at
 LIMIT :limit;
 
 -- name: reads.sample_unreviewed_transitions
-SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, r.kind AS source, t.resource_id
-    || ' ' || coalesce(t.from_state, '?') || ' -> ' || coalesce(t.to_state, '?') || ' (' ||
-    coalesce(t.reason, '?') || ')' AS detail, t.created_at AS since
+SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, coalesce(t.source, r.kind) AS
+    source, t.resource_id || ' ' || coalesce(t.from_state, '?') || ' -> ' || coalesce(t.to_state,
+    '?') || ' (' || coalesce(t.reason, '?') || ', tenant ' || coalesce(t.tenant, '-') || ')' AS
+    detail, t.created_at AS since
 FROM resource_transitions t
 JOIN resources r ON r.id = t.resource_id
 WHERE t.outcome = 'rejected'
@@ -1404,20 +1405,28 @@ WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id ) < (
 LIMIT :limit ;
 
 -- name: reviews.get
-SELECT t.id, t.resource_id, r.kind, r.tenant, t.from_state, t.to_state, t.reason, t.delivery_id,
-    t.job_id, t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
+SELECT t.id, CASE WHEN t.reason IN ('source_mismatch', 'tenant_mismatch', 'owner_mismatch')
+    THEN NULL ELSE t.resource_id END AS resource_id, r.kind, t.source, t.tenant, CASE WHEN
+    t.reason IN ('source_mismatch', 'tenant_mismatch', 'owner_mismatch') THEN NULL ELSE
+    t.from_state END AS from_state, t.to_state, t.reason, t.delivery_id, t.job_id,
+    t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
 FROM resource_transitions t
 JOIN resources r ON r.id = t.resource_id
 WHERE t.id = :id
   AND t.outcome = 'rejected';
 
 -- name: reviews.list
-SELECT t.id, t.resource_id, r.kind, r.tenant, t.from_state, t.to_state, t.reason, t.delivery_id,
-    t.job_id, t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
+SELECT t.id, CASE WHEN t.reason IN ('source_mismatch', 'tenant_mismatch', 'owner_mismatch')
+    THEN NULL ELSE t.resource_id END AS resource_id, r.kind, t.source, t.tenant, CASE WHEN
+    t.reason IN ('source_mismatch', 'tenant_mismatch', 'owner_mismatch') THEN NULL ELSE
+    t.from_state END AS from_state, t.to_state, t.reason, t.delivery_id, t.job_id,
+    t.event_type, t.created_at, t.reviewed_at, t.reviewed_by, t.review_note
 FROM resource_transitions t
 JOIN resources r ON r.id = t.resource_id
 WHERE t.outcome = 'rejected'
   AND (t.reviewed_at IS NULL OR :resolved = 1)
+  AND (t.tenant = :tenant OR :tenant IS NULL)
+  AND (t.source = :source OR :source IS NULL)
   AND (t.id < :before OR :before IS NULL)
 ORDER BY t.id DESC
 LIMIT :limit;
@@ -1455,8 +1464,9 @@ WHERE outcome IN ('applied', 'rejected')
 GROUP BY outcome, reason;
 
 -- name: tracked_resources.create
-INSERT INTO resources (id, kind, tenant, owner, state, provider_ref, created_at, updated_at)
-VALUES (:id, :kind, :tenant, :owner, :state, :ref, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0))
+INSERT INTO resources (id, kind, tenant, owner, state, provider_ref, sources, created_at,
+    updated_at)
+VALUES (:id, :kind, :tenant, :owner, :state, :ref, :sources, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0))
 ON CONFLICT DO NOTHING
 RETURNING *;
 
@@ -1543,6 +1553,15 @@ WHERE r.kind = :kind
 ORDER BY t.id
 LIMIT :limit;
 
+-- name: tracked_resources.unbound_moved
+SELECT id, state
+FROM resources
+WHERE kind = :kind
+  AND sources IS NULL
+  AND state <> :initial
+ORDER BY id
+LIMIT :limit;
+
 -- name: tracked_resources.wake_parked
 UPDATE jobs
 SET next_attempt_at = ((julianday('now') - 2440587.5) * 86400.0), updated_at = ((julianday('now') - 2440587.5) * 86400.0)
@@ -1577,13 +1596,14 @@ WHERE id = :id;
 
 -- name: transitions.log
 INSERT INTO resource_transitions (resource_id, from_state, to_state, outcome, reason,
-    delivery_id, job_id, event_type, event_time, outbox_key, created_at)
+    delivery_id, job_id, event_type, event_time, outbox_key, source, tenant, created_at)
 VALUES (:resource_id, :from_state, :to_state, :outcome, :reason, :delivery_id, :job_id,
-    :event_type, :event_time, :outbox_key, ((julianday('now') - 2440587.5) * 86400.0));
+    :event_type, :event_time, :outbox_key, :source, :tenant, ((julianday('now') - 2440587.5) * 86400.0));
 
 -- name: transitions.move
 UPDATE resources
-SET state = :state, version = version + 1, updated_at = ((julianday('now') - 2440587.5) * 86400.0)
+SET state = :state, sources = coalesce(sources, :source), version = version + 1,
+    updated_at = ((julianday('now') - 2440587.5) * 86400.0)
 WHERE id = :id
   AND version = :version;
 

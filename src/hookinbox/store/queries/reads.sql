@@ -141,9 +141,12 @@ ORDER BY e.created_at
 LIMIT :limit;
 
 -- name: sample_unreviewed_transitions
-SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, r.kind AS source, t.resource_id
-    || ' ' || coalesce(t.from_state, '?') || ' -> ' || coalesce(t.to_state, '?') || ' (' ||
-    coalesce(t.reason, '?') || ')' AS detail, t.created_at AS since
+-- The source is the sender's (lines written before it was recorded: the machine's kind),
+-- and the tenant the line is filed under follows its reason.
+SELECT 'transition ' || CAST(t.id AS text) AS id, t.delivery_id, coalesce(t.source, r.kind) AS
+    source, t.resource_id || ' ' || coalesce(t.from_state, '?') || ' -> ' || coalesce(t.to_state,
+    '?') || ' (' || coalesce(t.reason, '?') || ', tenant ' || coalesce(t.tenant, '-') || ')' AS
+    detail, t.created_at AS since
 FROM resource_transitions t
 JOIN resources r ON r.id = t.resource_id
 WHERE t.outcome = 'rejected'

@@ -2,8 +2,9 @@
 -- format: hookinbox/store/statements.py.
 
 -- name: create
-INSERT INTO resources (id, kind, tenant, owner, state, provider_ref, created_at, updated_at)
-VALUES (:id, :kind, :tenant, :owner, :state, :ref, {now}, {now})
+INSERT INTO resources (id, kind, tenant, owner, state, provider_ref, sources, created_at,
+    updated_at)
+VALUES (:id, :kind, :tenant, :owner, :state, :ref, :sources, {now}, {now})
 ON CONFLICT DO NOTHING
 RETURNING *;
 
@@ -90,6 +91,17 @@ WHERE r.kind = :kind
   AND t.to_state = :state
   AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.key = :outbox_kind || ':' || t.resource_id)
 ORDER BY t.id
+LIMIT :limit;
+
+-- name: unbound_moved
+-- A resource moved from its initial state but bound to no source: only one moved before
+-- sources were recorded; its next applied event binds it.
+SELECT id, state
+FROM resources
+WHERE kind = :kind
+  AND sources IS NULL
+  AND state <> :initial
+ORDER BY id
 LIMIT :limit;
 
 -- name: outbox_unsent

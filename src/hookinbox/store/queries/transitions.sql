@@ -8,10 +8,12 @@ WHERE kind = :kind
   AND provider_ref = :ref {for_update};
 
 -- name: log
+-- :source and :tenant are the sender's (the tenant its review belongs to), not the
+-- resource's.
 INSERT INTO resource_transitions (resource_id, from_state, to_state, outcome, reason,
-    delivery_id, job_id, event_type, event_time, outbox_key, created_at)
+    delivery_id, job_id, event_type, event_time, outbox_key, source, tenant, created_at)
 VALUES (:resource_id, :from_state, :to_state, :outcome, :reason, :delivery_id, :job_id,
-    :event_type, :event_time, :outbox_key, {now});
+    :event_type, :event_time, :outbox_key, :source, :tenant, {now});
 
 -- name: applied_before
 SELECT outbox_key
@@ -22,8 +24,10 @@ WHERE resource_id = :resource_id
 LIMIT 1;
 
 -- name: move
+-- The first event applied to a resource created without sources binds it to its own.
 UPDATE resources
-SET state = :state, version = version + 1, updated_at = {now}
+SET state = :state, sources = coalesce(sources, :source), version = version + 1,
+    updated_at = {now}
 WHERE id = :id
   AND version = :version;
 
