@@ -16,6 +16,7 @@ golden test are in docs/store.md.
 from __future__ import annotations
 
 from hookinbox.admission import Admission, DestinationLimits
+from hookinbox.sealing import PLAINTEXT, Sealer
 from hookinbox.store.core import Store
 from hookinbox.store.decisions import TransitionRules
 from hookinbox.store.destination_state import DestinationState, Release
@@ -66,17 +67,19 @@ from hookinbox.store.resource_records import (
     TransitionView,
 )
 from hookinbox.store.reviews import TransitionReview
+from hookinbox.store.sealed_rows import KeyCount, RewrapBatch
 
 
-def open_store_for(url: str) -> Store:
-    """The store for ``url``, not yet opened: ``sqlite:///PATH`` or ``postgresql://...``."""
+def open_store_for(url: str, *, sealer: Sealer = PLAINTEXT) -> Store:
+    """The store for ``url``, not yet opened: ``sqlite:///PATH`` or ``postgresql://...``.
+    ``sealer``: how bodies and snippets are sealed at rest (plaintext unless given)."""
     if url.startswith("sqlite:"):
         from hookinbox.store.sqlite import SQLiteDriver
 
-        return Store(SQLiteDriver(url))
+        return Store(SQLiteDriver(url), sealer=sealer)
     from hookinbox.store.postgres import PostgresDriver
 
-    return Store(PostgresDriver(url))
+    return Store(PostgresDriver(url), sealer=sealer)
 
 
 __all__ = [
@@ -103,6 +106,7 @@ __all__ = [
     "JobDetail",
     "JobState",
     "JobView",
+    "KeyCount",
     "NewDelivery",
     "NewJob",
     "NewNotice",
@@ -120,6 +124,7 @@ __all__ = [
     "ResourceFinding",
     "ResourceOutcome",
     "ResourceView",
+    "RewrapBatch",
     "SettleOutcome",
     "Settlement",
     "SourceState",
