@@ -67,7 +67,7 @@ from hookinbox.store.resource_records import (
     TransitionView,
 )
 from hookinbox.store.reviews import TransitionReview
-from hookinbox.store.sealed_rows import KeyCount, RewrapBatch
+from hookinbox.store.sealed_rows import SEALED_TABLES, KeyCount, RewrapBatch
 
 
 def open_store_for(url: str, *, sealer: Sealer = PLAINTEXT) -> Store:
@@ -86,6 +86,7 @@ __all__ = [
     "JOB_STATES",
     "OUTBOX_STATES",
     "OUTCOMES",
+    "SEALED_TABLES",
     "Admission",
     "Anomalies",
     "AttemptDetail",
