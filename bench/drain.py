@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import loadgen
 from harness import (
     HOST,
+    SEALED_SUFFIX,
     Bench,
     Proc,
     Unavailable,
@@ -38,6 +39,7 @@ from harness import (
     log,
     postgres_cpu_seconds,
     signed_requests,
+    store_kind_of,
     unique_ids,
 )
 from peer_targets import (
@@ -121,9 +123,16 @@ async def _setup(target: str, bench: Bench, run: int) -> _Setup:
             sql=PEER_SQL[target],
             probe=await Probe.open_pg(peer_db(target)),
         )
-    kind = "sqlite" if target == "hookinbox-sqlite" else "pg"
+    kind = store_kind_of(target)
     store = fresh_hookinbox_store(kind, f"drain_{kind}", tmp)
-    config = hookinbox_config(store, tmp, f"drain-{target}-{run}", bench.env, args.concurrency)
+    config = hookinbox_config(
+        store,
+        tmp,
+        f"drain-{target}-{run}",
+        bench.env,
+        args.concurrency,
+        sealed=target.endswith(SEALED_SUFFIX),
+    )
     level = args.hookinbox_log_level
     return _Setup(
         receiver=Proc(
@@ -229,7 +238,7 @@ async def bench_drain(target: str, bench: Bench) -> DrainResult:
             if queued != jobs:
                 result.notes.append(f"run {i + 1}: {queued:,} jobs queued for {jobs:,} accepted")
             run = await _drain(
-                setup, queued, max_s=max(120.0, jobs / 20), on_pg=target != "hookinbox-sqlite"
+                setup, queued, max_s=max(120.0, jobs / 20), on_pg=store_kind_of(target) == "pg"
             )
             run.fill_per_s = fill_rate
             result.runs.append(run)
@@ -267,14 +276,14 @@ def report(results: dict[str, DrainResult]) -> None:
     print("   start-up = worker spawn to the first job seen done (not in jobs/s)")
     print()
     hdr = (
-        f"{'target':<17} {'jobs':>6} {'jobs/s':>8} {'cpu s':>6} {'cpu us/job':>10} "
+        f"{'target':<23} {'jobs':>6} {'jobs/s':>8} {'cpu s':>6} {'cpu us/job':>10} "
         f"{'db us/job':>9} {'start-up s':>10}  runs (jobs/s)"
     )
     print(hdr)
     print("-" * len(hdr))
     for target, dr in results.items():
         if dr.unavailable is not None:
-            print(f"{target:<17} unavailable: {dr.unavailable.strip().splitlines()[0]}")
+            print(f"{target:<23} unavailable: {dr.unavailable.strip().splitlines()[0]}")
             continue
         if dr.runs:
             cpus = [r.cpu_s for r in dr.runs if r.cpu_s is not None]
@@ -285,17 +294,19 @@ def report(results: dict[str, DrainResult]) -> None:
             db = f"{statistics.median(db_per_job):9.0f}" if db_per_job else f"{'-':>9}"
             each = " ".join(f"{r.jobs_per_s:,.0f}" for r in dr.runs)
             print(
-                f"{target:<17} {dr.jobs:>6,} {dr.med('jobs_per_s'):>8,.0f} {cpu} {pj} {db} "
+                f"{target:<23} {dr.jobs:>6,} {dr.med('jobs_per_s'):>8,.0f} {cpu} {pj} {db} "
                 f"{dr.med('startup_s'):>10.2f}  {each}"
             )
         for note in dr.notes:
-            print(f"{'':<17} note: {note}")
+            print(f"{'':<23} note: {note}")
     pairs = [
         ("hookinbox-pg", "procrastinate"),
         ("hookinbox-pg", "pgqueuer"),
         ("hookinbox-sqlite", "procrastinate"),
         ("hookinbox-sqlite", "pgqueuer"),
         ("hookinbox-sqlite", "hookinbox-pg"),
+        ("hookinbox-pg-sealed", "hookinbox-pg"),
+        ("hookinbox-sqlite-sealed", "hookinbox-sqlite"),
     ]
     lines = []
     for num, den in pairs:
