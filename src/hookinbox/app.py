@@ -24,7 +24,7 @@ from starlette.types import ASGIApp
 from hookinbox.admin.views import admin_routes
 from hookinbox.api import api_routes
 from hookinbox.config import Config
-from hookinbox.errors import HookinboxError
+from hookinbox.errors import ConfigError, HookinboxError
 from hookinbox.http.health import healthz, readyz_endpoint
 from hookinbox.http.listeners import SplitByPort
 from hookinbox.http.metrics import StoreGauges, metrics_endpoint
@@ -143,6 +143,12 @@ class Inbox:
     ) -> None:
         self.config = config
         self.store = store or open_store_for(config.database, sealer=build_sealer(config))
+        unsealed = sorted(s for s in config.sealed_sources() if not self.store.sealer.seals(s))
+        if unsealed:
+            raise ConfigError(
+                f"encryption: the store given does not seal source {unsealed[0]!r}; open it "
+                "with open_store_for(url, sealer=build_sealer(config))"
+            )
         self.metrics = metrics or default_metrics(config)
         #: The trace layers and reconcile checks operators see (admin, CLI, API).
         self.views = views or standard_operator_views()

@@ -102,6 +102,11 @@ class Sealer:
     def seals(self, source: str) -> bool:
         return source in self._sealed
 
+    @property
+    def seals_any(self) -> bool:
+        """Some source is sealed (else writers skip the per-row check)."""
+        return bool(self._sealed)
+
     def seal(self, source: str, body: bytes, aad: bytes) -> bytes:
         """``body`` sealed for the row ``aad`` names when ``source`` is sealed, else
         ``body`` itself."""

@@ -158,3 +158,17 @@ async def test_a_rotation_leaves_a_row_purged_between_its_read_and_its_write(
     finally:
         driver.rows = original  # type: ignore[method-assign]
         await rotating.close()
+
+
+def test_an_inbox_given_a_store_that_would_not_seal_refuses_to_start(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hookinbox.app import Inbox, build_sealer
+    from hookinbox.errors import ConfigError
+
+    monkeypatch.setenv("HOOKINBOX_ENCRYPTION_KEYS", RING)
+    config = make_config(sqlite_url, encryption={"enabled": True})
+    with pytest.raises(ConfigError, match="does not seal source 'test'"):
+        Inbox(config, store=open_store_for(sqlite_url), run_workers=False)
+    given = open_store_for(sqlite_url, sealer=build_sealer(config))
+    assert Inbox(config, store=given, run_workers=False).store is given

@@ -143,7 +143,8 @@ class Journal:
         go again one by one, the refused row is answered :class:`StoreRejectedRow` and
         every other as if it had come alone. Only a database that cannot commit at all
         fails the batch."""
-        items = [self._sealed(item) for item in items]
+        if self._sealer.seals_any:
+            items = [self._sealed(item) for item in items]
         try:
             return list(await self._hot.reserve_batch(items))
         except Exception as exc:
