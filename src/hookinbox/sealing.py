@@ -80,6 +80,7 @@ class Sealer:
         self, keys: Sequence[tuple[str, bytes]] = (), sealed_sources: Collection[str] = ()
     ) -> None:
         self._keys = {key_id: AESGCM(key) for key_id, key in keys}
+        self._heads = {key_id: _head(key_id) for key_id, _ in keys}
         self._current = keys[0][0] if keys else None
         self._sealed = frozenset(sealed_sources)
         if self._sealed and self._current is None:
@@ -118,7 +119,7 @@ class Sealer:
         key_id = self._current
         if key_id is None:
             raise KeyUnavailable("the key ring is empty: nothing can be sealed")
-        head = _head(key_id)
+        head = self._heads[key_id]
         random = os.urandom(_DATA_KEY + 2 * _NONCE)
         data_key = random[:_DATA_KEY]
         wrap_nonce = random[_DATA_KEY : _DATA_KEY + _NONCE]
@@ -160,7 +161,7 @@ class Sealer:
         if envelope.key_id == self._current:
             return None
         data_key = self._unwrap(envelope)
-        head = _head(self._current)
+        head = self._heads[self._current]
         wrap_nonce = os.urandom(_NONCE)
         wrapped = self._keys[self._current].encrypt(wrap_nonce, data_key, head)
         return b"".join((head, wrap_nonce, wrapped, envelope.body_nonce, envelope.sealed))
