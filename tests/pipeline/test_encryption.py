@@ -6,10 +6,13 @@ another row, or a key missing from the ring, is ``key_unavailable`` and never ga
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import json
 import logging
 import os
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -29,7 +32,7 @@ from tests.admin.support import TOKEN, login
 from tests.support import handlers
 from tests.support.configs import write_config
 from tests.support.inbox import make_config, running_inbox
-from tests.support.processes import run_hookinbox
+from tests.support.processes import hookinbox_env, run_hookinbox
 from tests.support.signing import WRONG_SECRET, delivery
 from tests.support.target import RecordingTarget
 from tests.support.waiting import wait_for, wait_for_status
@@ -397,3 +400,54 @@ def test_a_config_that_seals_without_a_key_ring_is_refused_in_one_line(
     short = run_hookinbox(path, "config", "check")
     assert short.returncode == 2 and "must be 32 bytes" in short.stderr
     assert base64.b64encode(b"x").decode() not in short.stderr
+
+
+async def test_deliveries_keep_being_accepted_while_keys_rotate_runs(
+    db_url: str, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(RING_ENV, f"k1:{KEY1}")
+    config = _config(db_url, forward=None)
+    async with running_inbox(config, run_workers=False) as inbox:
+        for n in range(30):
+            content, sent = delivery(f"evt_old_{n}", note=str(n))
+            assert (await client.post(inbox.url(), content=content, headers=sent)).is_success
+    path = write_config(
+        tmp_path / "hookinbox.toml",
+        db_url,
+        routes=[{"events": ["*"], "action": "count", "handler": "tests.support.handlers:count"}],
+        extra="[encryption]\nenabled = true",
+    )
+    monkeypatch.setenv(RING_ENV, f"k2:{KEY2},k1:{KEY1}")
+    async with running_inbox(config, run_workers=False) as inbox:
+        rotation = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "hookinbox.cli",
+            "keys",
+            "rotate",
+            "--batch",
+            "1",
+            "--json",
+            "--config",
+            str(path),
+            env=hookinbox_env(),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        answers = []
+        n = 0
+        while rotation.returncode is None or n < 10:
+            content, sent = delivery(f"evt_new_{n}", note=str(n))
+            answers.append(
+                (await client.post(inbox.url(), content=content, headers=sent)).status_code
+            )
+            n += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(rotation.wait()), 0.01)
+        out, err = await asyncio.wait_for(rotation.communicate(), 60)
+        assert rotation.returncode == 0, err.decode()
+        assert set(answers) == {200} and len(answers) >= 10
+        (payloads,) = [t for t in json.loads(out)["tables"] if t["table"] == "payloads"]
+        assert payloads["rewrapped"] == 30
+        counts = await inbox.store.sealed_rows.count_by_key()
+        assert [(c.table, c.key_id, c.rows) for c in counts] == [("payloads", "k2", 30 + n)]
