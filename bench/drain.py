@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import loadgen
 from harness import (
     HOST,
+    SEALED_SUFFIX,
     Bench,
     Proc,
     Unavailable,
@@ -38,6 +39,7 @@ from harness import (
     log,
     server_cpu_seconds,
     signed_requests,
+    store_kind_of,
     unique_ids,
 )
 from peer_targets import PEERS, fresh_peer_db, peer_env, peer_queue, peer_receiver, peer_worker
@@ -111,9 +113,16 @@ async def _setup(target: str, bench: Bench, run: int) -> _Setup:
             worker=peer_worker(target, args.concurrency, env, tmp / f"drain-{target}-worker.log"),
             queue=await peer_queue(target),
         )
-    kind = "sqlite" if target == "hookinbox-sqlite" else "pg"
+    kind = store_kind_of(target)
     store = fresh_hookinbox_store(kind, f"drain_{kind}", tmp)
-    config = hookinbox_config(store, tmp, f"drain-{target}-{run}", bench.env, args.concurrency)
+    config = hookinbox_config(
+        store,
+        tmp,
+        f"drain-{target}-{run}",
+        bench.env,
+        args.concurrency,
+        sealed=target.endswith(SEALED_SUFFIX),
+    )
     level = args.hookinbox_log_level
     return _Setup(
         receiver=Proc(
@@ -152,6 +161,7 @@ async def _fill(setup: _Setup, bench: Bench, jobs: int) -> float:
 #: The server processes that keep each target's queue (their CPU is the "db" column).
 STORE_PROCESSES: dict[str, tuple[bytes, ...]] = {
     "hookinbox-pg": (b"postgres",),
+    "hookinbox-pg-sealed": (b"postgres",),
     "procrastinate": (b"postgres",),
     "pgqueuer": (b"postgres",),
     "celery": (b"beam.smp",),
@@ -272,14 +282,14 @@ def report(results: dict[str, DrainResult]) -> None:
     print("   start-up = worker spawn to the first job seen done (not in jobs/s)")
     print()
     hdr = (
-        f"{'target':<17} {'jobs':>6} {'jobs/s':>8} {'cpu s':>6} {'cpu us/job':>10} "
+        f"{'target':<23} {'jobs':>6} {'jobs/s':>8} {'cpu s':>6} {'cpu us/job':>10} "
         f"{'db us/job':>9} {'start-up s':>10}  runs (jobs/s)"
     )
     print(hdr)
     print("-" * len(hdr))
     for target, dr in results.items():
         if dr.unavailable is not None:
-            print(f"{target:<17} unavailable: {dr.unavailable.strip().splitlines()[0]}")
+            print(f"{target:<23} unavailable: {dr.unavailable.strip().splitlines()[0]}")
             continue
         if dr.runs:
             cpus = [r.cpu_s for r in dr.runs if r.cpu_s is not None]
@@ -290,11 +300,11 @@ def report(results: dict[str, DrainResult]) -> None:
             db = f"{statistics.median(db_per_job):9.0f}" if db_per_job else f"{'-':>9}"
             each = " ".join(f"{r.jobs_per_s:,.0f}" for r in dr.runs)
             print(
-                f"{target:<17} {dr.jobs:>6,} {dr.med('jobs_per_s'):>8,.0f} {cpu} {pj} {db} "
+                f"{target:<23} {dr.jobs:>6,} {dr.med('jobs_per_s'):>8,.0f} {cpu} {pj} {db} "
                 f"{dr.med('startup_s'):>10.2f}  {each}"
             )
         for note in dr.notes:
-            print(f"{'':<17} note: {note}")
+            print(f"{'':<23} note: {note}")
     pairs = [
         ("hookinbox-pg", "procrastinate"),
         ("hookinbox-pg", "pgqueuer"),
@@ -303,6 +313,8 @@ def report(results: dict[str, DrainResult]) -> None:
         ("hookinbox-pg", "celery"),
         ("hookinbox-sqlite", "celery"),
         ("hookinbox-sqlite", "hookinbox-pg"),
+        ("hookinbox-pg-sealed", "hookinbox-pg"),
+        ("hookinbox-sqlite-sealed", "hookinbox-sqlite"),
     ]
     lines = []
     for num, den in pairs:

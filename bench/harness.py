@@ -556,13 +556,31 @@ def fresh_hookinbox_store(kind: str, role: str, tmp: Path) -> HookinboxStore:
     return HookinboxStore("sqlite", sqlite_path=path)
 
 
+#: A target whose name ends so seals its bodies at rest (``[encryption]``; the run's
+#: environment holds a key ring whether a target seals or not).
+SEALED_SUFFIX = "-sealed"
+SEALED_CONFIG = '\n[encryption]\nenabled = true\nkeys_env = "HOOKINBOX_ENCRYPTION_KEYS"\n'
+
+
+def store_kind_of(target: str) -> str:
+    """``sqlite`` or ``pg``, from a hookinbox target's name (``hookinbox-pg-sealed``)."""
+    return "sqlite" if target.startswith("hookinbox-sqlite") else "pg"
+
+
 def hookinbox_config(
-    store: HookinboxStore, tmp: Path, name: str, env: dict[str, str], concurrency: int
+    store: HookinboxStore,
+    tmp: Path,
+    name: str,
+    env: dict[str, str],
+    concurrency: int,
+    *,
+    sealed: bool = False,
 ) -> Path:
     """Write the target's config and migrate its store; return the config path."""
     help_text = hookinbox_help()
     config = tmp / f"{name}.toml"
-    config.write_text(HOOKINBOX_CONFIG.format(database=store.url, concurrency=concurrency))
+    text = HOOKINBOX_CONFIG.format(database=store.url, concurrency=concurrency)
+    config.write_text(text + (SEALED_CONFIG if sealed else ""))
     if any(ln.strip().startswith("migrate") for ln in help_text.splitlines()):
         run_checked(
             [str(HOOKINBOX), "migrate", "--config", str(config)], env, "`hookinbox migrate`"

@@ -14,6 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from harness import (
+    SEALED_SUFFIX,
     Bench,
     Proc,
     RunResult,
@@ -29,6 +30,7 @@ from harness import (
     pg_recreate,
     prime,
     run_wrk_measured,
+    store_kind_of,
     unique_ids,
     uvicorn_cmd,
     write_requests,
@@ -36,11 +38,24 @@ from harness import (
 from peer_targets import PEERS, RowCounter, fresh_peer_db, peer_counter, peer_env, peer_receiver
 from tables import HOOKINBOX_SQL, Probe
 
-HOOKINBOX_TARGETS = ("hookinbox-sqlite", "hookinbox-pg", "hookinbox-pg-x2")
+HOOKINBOX_TARGETS = (
+    "hookinbox-sqlite",
+    "hookinbox-pg",
+    "hookinbox-sqlite-sealed",
+    "hookinbox-pg-sealed",
+    "hookinbox-pg-x2",
+)
 ALL_TARGETS = ("ceiling", "naive", *HOOKINBOX_TARGETS, *PEERS)
 #: Measured only when asked for (--targets): two server processes are not the
 #: one-process comparison the ratios are about, but show the scale-out path.
-DEFAULT_TARGETS = ("ceiling", "naive", "hookinbox-sqlite", "hookinbox-pg")
+DEFAULT_TARGETS = (
+    "ceiling",
+    "naive",
+    "hookinbox-sqlite",
+    "hookinbox-pg",
+    "hookinbox-sqlite-sealed",
+    "hookinbox-pg-sealed",
+)
 CEILING_REQUESTS = 20_000  # the bare app ignores ids: one file, cycled
 
 
@@ -101,9 +116,11 @@ def make_server(target: str, bench: Bench) -> tuple[Proc, RowCounter | None]:
         penv = peer_env(target, env, bench.args.pgqueuer_on_conflict)
         fresh_peer_db(target, penv)
         return peer_receiver(target, port, penv, logfile), peer_counter(target)
-    kind = "sqlite" if target == "hookinbox-sqlite" else "pg"
+    kind = store_kind_of(target)
     store = fresh_hookinbox_store(kind, f"receive_{kind}", bench.tmp)
-    config = hookinbox_config(store, bench.tmp, target, env, bench.args.concurrency)
+    config = hookinbox_config(
+        store, bench.tmp, target, env, bench.args.concurrency, sealed=target.endswith(SEALED_SUFFIX)
+    )
     cmd = hookinbox_serve_cmd(
         config,
         port,
@@ -255,7 +272,7 @@ def report(results: dict[str, TargetResult], connections: list[int]) -> None:
     print("   latency = wrk, request write to answer; cpu = server CPU per answered request")
     print()
     hdr = (
-        f"{'target':<17} {'mode':<6} {'conns':>5} {'200/s':>9} {'p50 ms':>7} "
+        f"{'target':<23} {'mode':<6} {'conns':>5} {'200/s':>9} {'p50 ms':>7} "
         f"{'p99 ms':>7} {'cpu us':>7}  {'errors':>6}  runs (200/s)"
     )
     print(hdr)
@@ -264,7 +281,7 @@ def report(results: dict[str, TargetResult], connections: list[int]) -> None:
         if tr.unavailable is not None:
             lines = [ln.strip() for ln in tr.unavailable.splitlines() if ln.strip()]
             reason = lines[0] + (f" ... {lines[-1]}" if len(lines) > 1 else "")
-            print(f"{target:<17} unavailable: {reason}")
+            print(f"{target:<23} unavailable: {reason}")
             continue
         for c in tr.cells:
             if not c.runs:
@@ -274,12 +291,12 @@ def report(results: dict[str, TargetResult], connections: list[int]) -> None:
             cpu = c.med_cpu()
             cpu_s = f"{cpu:7.0f}" if cpu is not None else f"{'n/a':>7}"
             print(
-                f"{target:<17} {c.mode:<6} {c.conns:>5} {c.med('ok_per_s'):>9,.0f} "
+                f"{target:<23} {c.mode:<6} {c.conns:>5} {c.med('ok_per_s'):>9,.0f} "
                 f"{c.med('p50_ms'):>7.2f} {c.med('p99_ms'):>7.2f} {cpu_s}  "
                 f"{errors:>6}  {each}"
             )
         for note in tr.notes:
-            print(f"{'':<17} note: {note}")
+            print(f"{'':<23} note: {note}")
     errors_total = sum(r.errors for tr in results.values() for c in tr.cells for r in c.runs)
     if errors_total:
         print(
@@ -299,6 +316,8 @@ def report(results: dict[str, TargetResult], connections: list[int]) -> None:
         ("hookinbox-pg", "naive", "dup", None, None, "x naive"),
         ("hookinbox-pg", "ceiling", "dup", None, None, "of ceiling"),
         ("hookinbox-sqlite", "ceiling", "dup", None, None, "of ceiling"),
+        ("hookinbox-pg-sealed", "hookinbox-pg", "unique", 32, None, "of unsealed"),
+        ("hookinbox-sqlite-sealed", "hookinbox-sqlite", "unique", 32, None, "of unsealed"),
     ]
     for peer in PEERS:
         if peer in results:
@@ -343,7 +362,7 @@ def report(results: dict[str, TargetResult], connections: list[int]) -> None:
             times = cpu / base
             verdict = "met" if times <= 2 else "NOT met"
             label = "  hookinbox-pg unique cpu/req / ceiling's @32c"
-            print(f"{label:<46} {times:.2f}x{'':<17} aim <= 2x: {verdict}")
+            print(f"{label:<46} {times:.2f}x{'':<23} aim <= 2x: {verdict}")
 
 
 def to_json(results: dict[str, TargetResult]) -> dict[str, object]:

@@ -36,7 +36,17 @@ import loadgen
 import receive
 import scale_out
 from celery_stack import drop_celery
-from harness import RUN_TAG, Bench, Signer, Unavailable, cpu_busy, ensure_wrk, log, pg_drop_all
+from harness import (
+    RUN_TAG,
+    SEALED_SUFFIX,
+    Bench,
+    Signer,
+    Unavailable,
+    cpu_busy,
+    ensure_wrk,
+    log,
+    pg_drop_all,
+)
 from peer_targets import PEERS
 
 import pipeline
@@ -217,7 +227,13 @@ def main() -> int:
             f"warning: CPU {busy:.0%} busy before starting (other processes); figures will be noisy"
         )
     secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
-    env = {**os.environ, "BENCH_SECRET": secret, "PYTHONUNBUFFERED": "1"}
+    ring = "bench:" + base64.b64encode(secrets.token_bytes(32)).decode()
+    env = {
+        **os.environ,
+        "BENCH_SECRET": secret,
+        "PYTHONUNBUFFERED": "1",
+        "HOOKINBOX_ENCRYPTION_KEYS": ring,
+    }
     tmp = Path(tempfile.mkdtemp(prefix="hookinbox-bench-"))
     bench = Bench(args, wrk, tmp, env, Signer.from_secret(secret))
     log(f"bench run {RUN_TAG}: temp dir {tmp}, databases bench_{RUN_TAG}_*")
@@ -245,7 +261,11 @@ def main() -> int:
                     piped[p.target] = p
                 if lt is not None:
                     lat[lt.target] = lt
-        drain_targets = [f"hookinbox-{k}" for k in args.stores] if "drain" in modes else []
+        drain_targets = (
+            [f"hookinbox-{k}{sealed}" for k in args.stores for sealed in ("", SEALED_SUFFIX)]
+            if "drain" in modes
+            else []
+        )
         if "peers" in modes:
             drain_targets += args.peers
         for target in drain_targets:

@@ -34,6 +34,7 @@ from hookinbox.api import ROUTES, openapi_document
 from hookinbox.cli.main import main as cli_main
 from hookinbox.config import Config
 from hookinbox.config.destinations import DestinationConfig
+from hookinbox.config.encryption import EncryptionSettings
 from hookinbox.config.filters import Condition
 from hookinbox.config.model import Route, Server, Source, Worker
 from hookinbox.config.notify import NotifierConfig
@@ -84,6 +85,12 @@ TABLES: list[tuple[str, type[BaseModel], str]] = [
     ("[rejected]", RejectedSettings, "Refused deliveries kept for a retry."),
     ("[notify.NAME]", NotifierConfig, "Where notices of dead letters, pauses, refusals go."),
     ("[otel]", OtelSettings, "OpenTelemetry traces (the extra `hookinbox[otel]`)."),
+    (
+        "[encryption]",
+        EncryptionSettings,
+        "Payloads, rejected bodies and answer snippets sealed at rest"
+        " ([encryption at rest](../operations/encryption.md)).",
+    ),
     (
         "[destinations.NAME]",
         DestinationConfig,
@@ -242,7 +249,8 @@ def cli_page() -> str:
         "Generated from the click commands' own help when the site is built. Every command",
         "reads its config from `--config`, else `$HOOKINBOX_CONFIG`, else `./hookinbox.toml`;",
         "every error ends a command with one line on stderr and its exit code (2 config or",
-        "bad argument, 3 store, 4 not found, 5 refused, 6 a port in use): `hookinbox: CODE:",
+        "bad argument, 3 store, 4 not found, 5 refused, 6 a port in use, 7 an encryption key",
+        "missing from the ring): `hookinbox: CODE:",
         'message`, or, when the command was asked for JSON, the object `{"error": CODE, ...}`.',
         "",
         "A list command prints a table that fits the terminal (ids whole, relative times,",

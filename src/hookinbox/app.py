@@ -24,7 +24,7 @@ from starlette.types import ASGIApp
 from hookinbox.admin.views import admin_routes
 from hookinbox.api import api_routes
 from hookinbox.config import Config
-from hookinbox.errors import HookinboxError
+from hookinbox.errors import ConfigError, HookinboxError
 from hookinbox.http.health import healthz, readyz_endpoint
 from hookinbox.http.listeners import SplitByPort
 from hookinbox.http.metrics import StoreGauges, metrics_endpoint
@@ -42,6 +42,7 @@ from hookinbox.resources.machine import build_machines
 from hookinbox.resources.relay import OutboxRelay
 from hookinbox.resources.service import Resources
 from hookinbox.resources.trace import TRACE_LAYERS
+from hookinbox.sealing import Sealer
 from hookinbox.store import Store, open_store_for
 from hookinbox.tracing import NOOP, Tracing, build_tracing
 from hookinbox.work.actions import Action
@@ -58,6 +59,13 @@ def standard_operator_views() -> OperatorViews:
     return OperatorViews(
         trace_layers=dict(TRACE_LAYERS), checks=(*PIPELINE_CHECKS, *RESOURCE_CHECKS)
     )
+
+
+def build_sealer(config: Config) -> Sealer:
+    """What seals bodies and snippets at rest (``[encryption]``): the key ring read from
+    the environment now, and the sources that seal. ConfigError when something seals and
+    the ring is missing or malformed."""
+    return Sealer(config.key_ring(), config.sealed_sources())
 
 
 def default_metrics(config: Config) -> Metrics:
@@ -134,7 +142,13 @@ class Inbox:
         services: Mapping[str, Any] | None = None,
     ) -> None:
         self.config = config
-        self.store = store or open_store_for(config.database)
+        self.store = store or open_store_for(config.database, sealer=build_sealer(config))
+        unsealed = sorted(s for s in config.sealed_sources() if not self.store.sealer.seals(s))
+        if unsealed:
+            raise ConfigError(
+                f"encryption: the store given does not seal source {unsealed[0]!r}; open it "
+                "with open_store_for(url, sealer=build_sealer(config))"
+            )
         self.metrics = metrics or default_metrics(config)
         #: The trace layers and reconcile checks operators see (admin, CLI, API).
         self.views = views or standard_operator_views()

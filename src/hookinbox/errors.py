@@ -31,6 +31,7 @@ The tree::
     │   └── PayloadPurged            payload_purged     HTTP 409, exit 5
     ├── InvalidArgument              invalid_argument   HTTP 400, exit 2
     ├── AmbiguousId                  ambiguous_id       HTTP 409, exit 2
+    ├── KeyUnavailable               key_unavailable    HTTP 503, exit 7
     ├── Unauthenticated              unauthenticated    HTTP 401
     ├── Forbidden                    forbidden          HTTP 403
     ├── InvalidLoginForm             invalid_form       HTTP 400 (the admin login's body)
@@ -273,6 +274,18 @@ class AmbiguousId(HookinboxError):
         super().__init__(message)
         #: The sources that hold the id (names from the config, safe to show).
         self.sources = sources
+
+
+class KeyUnavailable(HookinboxError):
+    """A sealed body, rejected body or answer snippet cannot be opened: the key that
+    wrapped it is not in the key ring (``[encryption] keys_env``), or the ring's key of
+    that id is not the one that sealed it, or the sealed value is not this row's. Nothing
+    garbled is ever shown or forwarded instead: the operator restores the key."""
+
+    code = "key_unavailable"
+    #: The server cannot serve it now; with the key restored the same request succeeds.
+    http_status = 503
+    exit_code = 7
 
 
 class Unauthenticated(HookinboxError):

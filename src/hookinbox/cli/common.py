@@ -3,7 +3,8 @@
 The CLI is the only place where errors become exit codes: every
 :class:`~hookinbox.errors.HookinboxError` ends a command with one line on stderr and its
 ``exit_code`` (2 config or bad argument, 3 store, 4 not found, 5 refused, 6 a port in
-use). The line is ``hookinbox: <code>: <message>``, or, when the command was asked for
+use, 7 a key of the encryption key ring missing). The line is ``hookinbox: <code>:
+<message>``, or, when the command was asked for
 JSON (``--json``, ``--format json``), the object ``{"error": "<code>", "message":
 "<message>"}``: a program reading JSON gets JSON, with the code the HTTP API would answer.
 """
@@ -86,7 +87,9 @@ async def opened_store(config: Config, *, create: bool = False) -> AsyncIterator
     """The configured store, open. Operator commands open only one that exists
     (``store_not_found``, exit 3, otherwise); ``serve`` and ``worker`` pass ``create=True``
     and make and migrate it."""
-    store = open_store_for(config.database)
+    from hookinbox.app import build_sealer
+
+    store = open_store_for(config.database, sealer=build_sealer(config))
     await store.open(create=create)
     try:
         yield store

@@ -20,6 +20,7 @@ from hookinbox.cli.configuration import config_group
 from hookinbox.cli.deliveries import deliveries
 from hookinbox.cli.dlq import dlq
 from hookinbox.cli.erase import erase
+from hookinbox.cli.keys import keys
 from hookinbox.cli.maintenance import purge, reconcile
 from hookinbox.cli.outbox import outbox
 from hookinbox.cli.rejected import rejected
@@ -93,5 +94,6 @@ for command in (
     reviews,
     outbox,
     rejected,
+    keys,
 ):
     main.add_command(command)

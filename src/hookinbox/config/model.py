@@ -31,6 +31,7 @@ from pydantic import (
 
 from hookinbox.config.delivery import check_dead_letter_on, parse_schedule
 from hookinbox.config.destinations import DestinationConfig, check_destinations
+from hookinbox.config.encryption import EncryptionSettings, KeyRingKeys
 from hookinbox.config.fields import ForwardUrl, Frozen, HandlerPath, parse_duration
 from hookinbox.config.filters import MAX_CONDITIONS, Condition
 from hookinbox.config.notify import NotifierConfig, check_notifiers
@@ -183,6 +184,9 @@ class Source(Frozen):
     fingerprint_forbidden: tuple[str, ...] = ()
     #: How to name events that arrive without an id (``fp:`` + SHA-256 of these values).
     fingerprint: FingerprintPolicy | None = Field(default=None, validate_default=True)
+    #: Seal this source's bodies and answer snippets at rest (``[encryption]``); unset,
+    #: ``encryption.enabled`` decides.
+    encrypt: bool | None = None
     #: Fields replaced before any payload of this source is stored or forwarded (JSON
     #: pointers, ``*`` over one level of keys; see config.privacy). JSON bodies only.
     redact: tuple[str, ...] = ()
@@ -446,6 +450,8 @@ class Config(Frozen):
     destinations: dict[str, DestinationConfig] = Field(default_factory=dict)
     #: The key of redaction and subject hashes (``[privacy]``).
     privacy: PrivacySettings = PrivacySettings()
+    #: Payloads, rejected bodies and answer snippets sealed at rest (``[encryption]``).
+    encryption: EncryptionSettings = EncryptionSettings()
 
     @field_validator("database")
     @classmethod
@@ -510,7 +516,8 @@ class Config(Frozen):
         return route.attempts(self.worker) if route is not None else self.worker.max_attempts
 
     def require_secrets(self) -> None:
-        """Refuse to serve a source whose secret variable is unset or empty."""
+        """Refuse to serve a source whose secret variable is unset or empty, or a config
+        that seals with no usable key ring."""
         for name, source in self.sources.items():
             if not source.secrets():
                 raise ConfigError(
@@ -519,11 +526,35 @@ class Config(Frozen):
                 )
         if self.needs_hash_key:
             self.privacy.hash_key()
+        self.key_ring()
 
     @property
     def needs_hash_key(self) -> bool:
         """Whether any source hashes with the ``[privacy]`` key (redact_hash, subject)."""
         return any(source.needs_hash_key for source in self.sources.values())
+
+    def sealed_sources(self) -> frozenset[str]:
+        """The sources whose bodies and snippets are sealed: ``encrypt``, else
+        ``encryption.enabled``."""
+        default = self.encryption.enabled
+        return frozenset(
+            name
+            for name, source in self.sources.items()
+            if (source.encrypt if source.encrypt is not None else default)
+        )
+
+    def key_ring(self, environ: Mapping[str, str] | None = None) -> KeyRingKeys:
+        """The encryption key ring, read from the environment now: ConfigError when it is
+        malformed, or missing while something is sealed (an empty ring otherwise: rows
+        sealed earlier then answer ``key_unavailable``)."""
+        settings = self.encryption
+        keys = settings.key_ring(os.environ if environ is None else environ)
+        if not keys and (settings.enabled or self.sealed_sources()):
+            raise ConfigError(
+                f"encryption: environment variable {settings.keys_env} is not set or empty "
+                "(a key ring ID:BASE64,... is needed to seal)"
+            )
+        return keys
 
 
 def _refuse_secrets(data: Any, path: str) -> None:

@@ -9,6 +9,10 @@ unix seconds. A payload field filter (``data.object.customer = cus_123``) reads 
 payloads only, inside a time window of at most :data:`MAX_PAYLOAD_WINDOW`, so its cost
 is bounded by the payloads kept in that window (payloads are purged soon after
 processing). Every page is a keyset page; the count stops at :data:`COUNT_CAP`.
+
+With an encryption key ring configured, SQL cannot see into a sealed body: a payload
+filter then reads every retained payload of its window, opens it and matches it in
+Python (docs/operations/encryption.md gives the cost), still within the same window.
 """
 
 from __future__ import annotations
@@ -251,9 +255,10 @@ async def search_deliveries(
 ) -> SearchPage:
     """One page of matching deliveries, newest first, with the count of all matches."""
     search = build_search(config, query, now=now)
-    found = await store.journal.search_deliveries(replace(search, limit=search.limit + 1))
+    found, count = await store.journal.search_page(
+        replace(search, limit=search.limit + 1), cap=COUNT_CAP
+    )
     page = found[: search.limit]
-    count = await store.journal.count_deliveries(search, cap=COUNT_CAP)
     more = len(found) > search.limit
     return SearchPage(page, count, page[-1].id if more else None, search)
 

@@ -17,6 +17,7 @@ golden test are in docs/store.md.
 from __future__ import annotations
 
 from hookinbox.admission import Admission, DestinationLimits
+from hookinbox.sealing import PLAINTEXT, Sealer
 from hookinbox.store.core import Store
 from hookinbox.store.decisions import TransitionRules
 from hookinbox.store.destination_state import DestinationState, Release
@@ -68,23 +69,26 @@ from hookinbox.store.resource_records import (
     TransitionView,
 )
 from hookinbox.store.reviews import TransitionReview
+from hookinbox.store.sealed_rows import SEALED_TABLES, KeyCount, RewrapBatch
 
 
-def open_store_for(url: str) -> Store:
-    """The store for ``url``, not yet opened: ``sqlite:///PATH`` or ``postgresql://...``."""
+def open_store_for(url: str, *, sealer: Sealer = PLAINTEXT) -> Store:
+    """The store for ``url``, not yet opened: ``sqlite:///PATH`` or ``postgresql://...``.
+    ``sealer``: how bodies and snippets are sealed at rest (plaintext unless given)."""
     if url.startswith("sqlite:"):
         from hookinbox.store.sqlite import SQLiteDriver
 
-        return Store(SQLiteDriver(url))
+        return Store(SQLiteDriver(url), sealer=sealer)
     from hookinbox.store.postgres import PostgresDriver
 
-    return Store(PostgresDriver(url))
+    return Store(PostgresDriver(url), sealer=sealer)
 
 
 __all__ = [
     "JOB_STATES",
     "OUTBOX_STATES",
     "OUTCOMES",
+    "SEALED_TABLES",
     "Admission",
     "Anomalies",
     "AttemptDetail",
@@ -106,6 +110,7 @@ __all__ = [
     "JobDetail",
     "JobState",
     "JobView",
+    "KeyCount",
     "NewDelivery",
     "NewJob",
     "NewNotice",
@@ -123,6 +128,7 @@ __all__ = [
     "ResourceFinding",
     "ResourceOutcome",
     "ResourceView",
+    "RewrapBatch",
     "SettleOutcome",
     "Settlement",
     "SourceState",

@@ -10,13 +10,15 @@ the outbox), ``store.reviews`` (rejected transitions awaiting review),
 ``store.admin_sessions`` (admin sessions ended by a logout), ``store.destinations``
 (token bucket, slots and circuit of each destination), ``store.receipts`` (webhook
 answers per minute), ``store.erasure`` (a data subject's payloads, snippets and kept
-refusals' bodies). Each is written once over the
+refusals' bodies), ``store.sealed_rows`` (sealed values counted per key and
+re-wrapped by ``hookinbox keys rotate``). Each is written once over the
 driver the URL picks; the journal and the queue also share the dialect's hot path.
 """
 
 from __future__ import annotations
 
 from hookinbox.errors import StoreNotFound
+from hookinbox.sealing import PLAINTEXT, Sealer
 from hookinbox.store.admin_sessions import AdminSessions
 from hookinbox.store.audit import Audit
 from hookinbox.store.destination_state import Destinations
@@ -35,6 +37,7 @@ from hookinbox.store.receipts import ReceiptCounts
 from hookinbox.store.rejected_deliveries import RejectedDeliveries
 from hookinbox.store.retention import Retention
 from hookinbox.store.reviews import TransitionReviews
+from hookinbox.store.sealed_rows import SealedRows
 from hookinbox.store.sources import SourceStates
 from hookinbox.store.statements import load_statements
 from hookinbox.store.tracked_resources import TrackedResources
@@ -47,12 +50,17 @@ _COUNT_ROWS = _SQL["count_rows"]
 class Store:
     """What the receiver, the workers and the operator commands need from storage."""
 
-    def __init__(self, driver: Driver) -> None:
+    def __init__(self, driver: Driver, *, sealer: Sealer = PLAINTEXT) -> None:
         self._db = driver
         self.url = driver.url
+        #: Seals payloads, rejected bodies and answer snippets as they are written, and
+        #: opens them as they are read (``[encryption]``; the composition root builds
+        #: it). A claimed job's body is handed over as stored: the worker opens it with
+        #: this, so one job whose key is missing fails alone.
+        self.sealer = sealer
         hot_path = PostgresHotPath(driver) if driver.dialect is POSTGRES else HotPath(driver)
-        self.journal = Journal(driver, hot_path)
-        self.queue = Queue(driver, hot_path)
+        self.journal = Journal(driver, hot_path, sealer)
+        self.queue = Queue(driver, hot_path, sealer)
         self.effects = Effects(driver)
         self.audit = Audit(driver)
         self.sources = SourceStates(driver)
@@ -61,7 +69,8 @@ class Store:
         self.reads = Reads(driver)
         self.receipts = ReceiptCounts(driver)
         self.retention = Retention(driver)
-        self.rejected = RejectedDeliveries(driver)
+        self.rejected = RejectedDeliveries(driver, sealer)
+        self.sealed_rows = SealedRows(driver, sealer)
         self.notices = Notices(driver)
         self.reviews = TransitionReviews(driver)
         self.admin_sessions = AdminSessions(driver)

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from hookinbox import sealing
 from hookinbox.errors import StoreRejectedRow
 from hookinbox.ids import delivery_id_floor
+from hookinbox.sealing import Sealer
 from hookinbox.store.decisions import TransitionRules
 from hookinbox.store.hot_path import HotPath, reserve_one
 from hookinbox.store.records import (
@@ -39,6 +42,9 @@ _LIST = _SQL["list"]
 _BY_EVENT = _SQL["by_event"]
 _PAYLOAD = _SQL["payload"]
 _STORED = _SQL["stored"]
+_PAYLOAD_WALK = _SQL["payload_walk"]
+#: Payloads read per statement of a payload filter walked in Python.
+_WALK_PAGE = 500
 
 
 def _search_name(query: DeliverySearch) -> str:
@@ -114,9 +120,16 @@ def _search_params(query: DeliverySearch) -> dict[str, object]:
 
 
 class Journal:
-    def __init__(self, db: Driver, hot_path: HotPath) -> None:
+    def __init__(self, db: Driver, hot_path: HotPath, sealer: Sealer) -> None:
         self._db = db
         self._hot = hot_path
+        self._sealer = sealer
+
+    def _sealed(self, item: NewDelivery) -> NewDelivery:
+        """The item with its body sealed for its delivery, when its source is sealed."""
+        if not self._sealer.seals(item.source):
+            return item
+        return replace(item, body=self._sealer.seal_always(item.body, sealing.payload_aad(item.id)))
 
     async def reserve_deliveries(
         self, items: Sequence[NewDelivery]
@@ -130,6 +143,8 @@ class Journal:
         go again one by one, the refused row is answered :class:`StoreRejectedRow` and
         every other as if it had come alone. Only a database that cannot commit at all
         fails the batch."""
+        if self._sealer.seals_any:
+            items = [self._sealed(item) for item in items]
         try:
             return list(await self._hot.reserve_batch(items))
         except Exception as exc:
@@ -154,6 +169,7 @@ class Journal:
         inline resource job of the delivery) in the SAME commit: so a 2xx means the
         transition is durable. A duplicate applies nothing. StoreRejectedRow when the
         database refuses one of the delivery's values."""
+        item = self._sealed(item)
         try:
             return await self._db.run(_reserve_inline(item, applies, self._db.decode_time))
         except Exception as exc:
@@ -198,15 +214,58 @@ class Journal:
         del params["before"]
         return int(await self._db.value(_SQL["count_" + _search_name(query)], **params))
 
+    async def search_page(
+        self, query: DeliverySearch, *, cap: int
+    ) -> tuple[list[DeliveryView], int]:
+        """:meth:`search_deliveries` and :meth:`count_deliveries` together. With a payload
+        filter while a key ring is configured (a body may be sealed, and SQL cannot see
+        into one), the window's retained payloads are walked newest first and each body
+        is opened and matched here: once for the page and the count."""
+        if query.payload is None or not self._sealer.has_keys:
+            found = await self.search_deliveries(query)
+            return found, await self.count_deliveries(query, cap=cap)
+        return await self._walk_payloads(query, cap)
+
+    async def _walk_payloads(
+        self, query: DeliverySearch, cap: int
+    ) -> tuple[list[DeliveryView], int]:
+        match = query.payload
+        assert match is not None
+        params = _search_params(query)
+        for name in ("payload_path", "payload_value", "needle"):
+            params.pop(name)
+        page: list[DeliveryView] = []
+        total = 0
+        cursor: str | None = None  # the count starts from the top; the page at ``before``
+        while True:
+            params["before"] = cursor
+            found = await self._db.rows(_PAYLOAD_WALK, **params, limit=_WALK_PAGE)
+            for each in found:
+                body = self._sealer.open(bytes(each["body"]), sealing.payload_aad(each["id"]))
+                if not match.matches(body):
+                    continue
+                total += 1
+                if len(page) < query.limit and (query.before is None or each["id"] < query.before):
+                    page.append(DeliveryView.listed(each, self._db.decode_time))
+                if total >= cap and len(page) >= query.limit:
+                    return page, total
+            if len(found) < _WALK_PAGE:
+                return page, min(total, cap)
+            cursor = found[-1]["id"]
+
     async def read_stored(self, delivery_id: str) -> tuple[bytes, dict[str, str]] | None:
         """The raw body and the kept headers while retained (trace re-evaluates route
         filters on them), else None."""
         found = await self._db.row(_STORED, id=delivery_id)
         if found is None:
             return None
-        return bytes(found["body"]), json.loads(found["headers"]) if found["headers"] else {}
+        body = self._sealer.open(bytes(found["body"]), sealing.payload_aad(delivery_id))
+        return body, json.loads(found["headers"]) if found["headers"] else {}
 
     async def read_payload(self, delivery_id: str) -> bytes | None:
-        """The raw body while it is retained, else None (for the admin's explicit view)."""
+        """The raw body while it is retained, else None (for the admin's explicit view);
+        a sealed one opened (KeyUnavailable when it cannot be)."""
         body = await self._db.value(_PAYLOAD, id=delivery_id)
-        return bytes(body) if body is not None else None
+        if body is None:
+            return None
+        return self._sealer.open(bytes(body), sealing.payload_aad(delivery_id))

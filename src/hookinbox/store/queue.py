@@ -9,9 +9,12 @@ time comes from the database clock, never a worker's. Claim and settle are the h
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, get_args
 
+from hookinbox import sealing
 from hookinbox.codes import DEFERRING_STATUSES, SettleOutcome, http_status_code
+from hookinbox.sealing import Sealer
 from hookinbox.store.audit import AUDIT
 from hookinbox.store.hot_path import HotPath, settle_params
 from hookinbox.store.operator_records import JobDetail
@@ -82,15 +85,18 @@ def _requeue(
 
 
 class Queue:
-    def __init__(self, db: Driver, hot_path: HotPath) -> None:
+    def __init__(self, db: Driver, hot_path: HotPath, sealer: Sealer) -> None:
         self._db = db
         self._hot = hot_path
+        self._sealer = sealer
 
     async def claim_due_jobs(
         self, worker_id: str, limit: int, lease_seconds: float
     ) -> list[ClaimedJob]:
         """Lease up to ``limit`` due jobs: accepted and due, or processing with an expired
-        lease and attempts left. Each claim counts an attempt."""
+        lease and attempts left. Each claim counts an attempt. A job's body is as stored
+        (perhaps sealed): the worker opens it with ``store.sealer``, so a job whose key is
+        missing fails alone instead of the whole claim."""
         return await self._hot.claim(worker_id, limit, float(lease_seconds))
 
     async def renew_leases(self, leases: Mapping[str, str], lease_seconds: float) -> set[str]:
@@ -218,7 +224,16 @@ class Queue:
     async def list_attempts(self, job_id: str) -> list[AttemptView]:
         """Every attempt of a job, oldest first."""
         found = await self._db.rows(_ATTEMPTS, id=job_id)
-        return [AttemptView.from_row(r, self._db.decode_time) for r in found]
+        views = [AttemptView.from_row(r, self._db.decode_time) for r in found]
+        return [self._opened(job_id, view) for view in views]
+
+    def _opened(self, job_id: str, view: AttemptView) -> AttemptView:
+        """The attempt with its answer snippet opened, when it was sealed."""
+        if not sealing.is_sealed_text(view.response_snippet):
+            return view
+        assert view.response_snippet is not None
+        aad = sealing.snippet_aad(job_id, view.number)
+        return replace(view, response_snippet=self._sealer.open_text(view.response_snippet, aad))
 
     async def list_dead_letters(
         self,

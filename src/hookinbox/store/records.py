@@ -363,6 +363,29 @@ class PayloadMatch:
     value_json: str
     needle: bytes = b""
 
+    def matches(self, body: bytes) -> bool:
+        """What the SQL of ``{payload_is}`` decides, for a body read in Python (a sealed
+        one, opened): a JSON object whose value at ``path`` is the value (``true`` is not
+        ``1``); a body that is not JSON never matches."""
+        if self.needle and self.needle not in body:
+            return False
+        try:
+            found: Any = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return False
+        for key in self.path.split("."):
+            if not isinstance(found, dict) or key not in found:
+                return False
+            found = found[key]
+        wanted = orjson.loads(self.value_json)
+        if isinstance(found, bool) or isinstance(wanted, bool) or None in (found, wanted):
+            return found is wanted
+        if isinstance(found, dict | list):
+            return False
+        if isinstance(found, str) or isinstance(wanted, str):
+            return isinstance(found, str) and isinstance(wanted, str) and found == wanted
+        return bool(found == wanted)  # numbers: 1 and 1.0 are one value, as in jsonb
+
 
 @dataclass(frozen=True, slots=True)
 class DeadLetterCriteria:

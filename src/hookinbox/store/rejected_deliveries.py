@@ -12,10 +12,12 @@ they reach the store: :mod:`hookinbox.receive.rejected_keeper`.)
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from hookinbox import sealing
+from hookinbox.sealing import Sealer
 from hookinbox.store.records import Record, iso
 from hookinbox.store.sql import DecodeTime, Row, Tx, count, row
 from hookinbox.store.statements import load_statements
@@ -126,14 +128,19 @@ def _keep(item: NewRejected, max_rows: int, max_bytes: int) -> Tx[str | None]:
 
 
 class RejectedDeliveries:
-    def __init__(self, db: Driver) -> None:
+    def __init__(self, db: Driver, sealer: Sealer) -> None:
         self._db = db
+        self._sealer = sealer
 
     async def keep_rejected(
         self, item: NewRejected, *, max_rows: int, max_bytes: int
     ) -> str | None:
         """Keep (or, for a body already kept for the source, update) one refused delivery,
-        then cut the source's rows to the ring; the row's id."""
+        then cut the source's rows to the ring; the row's id. A sealed source's body is
+        sealed for its (source, body hash), which a repeat's update keeps."""
+        if item.body is not None and self._sealer.seals(item.source):
+            aad = sealing.rejected_aad(item.source, item.body_sha256)
+            item = replace(item, body=self._sealer.seal_always(item.body, aad))
         return await self._db.run(_keep(item, max_rows, max_bytes))
 
     async def list_rejected(
@@ -162,7 +169,13 @@ class RejectedDeliveries:
     async def get_rejected(self, rejected_id: str) -> RejectedDelivery | None:
         """One rejected delivery with its body (None once purged or never kept)."""
         found = await self._db.row(_GET, id=rejected_id)
-        return RejectedDelivery.read(found, self._db.decode_time, with_body=True) if found else None
+        if found is None:
+            return None
+        kept = RejectedDelivery.read(found, self._db.decode_time, with_body=True)
+        if kept.body is None:
+            return kept
+        aad = sealing.rejected_aad(kept.source, kept.body_sha256)
+        return replace(kept, body=self._sealer.open(kept.body, aad))
 
     async def mark_rejected_retried(
         self, rejected_id: str, outcome: str, delivery_id: str | None

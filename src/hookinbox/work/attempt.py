@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from hookinbox import sealing
 from hookinbox.backoff import JITTER, backoff_seconds
 from hookinbox.codes import JobCode, SettleOutcome, error_code_of
 from hookinbox.config import Config
@@ -135,6 +136,9 @@ class AttemptRunner:
             status, snippet = exc.status, exc.snippet or None
         elif answered is not None:
             status, snippet = answered.answer_status, answered.answer_snippet or None
+        if snippet is not None:
+            aad = sealing.snippet_aad(job.id, job.attempts)
+            snippet = self._store.sealer.seal_text(job.source, snippet, aad)
         return AttemptDetail(
             target=self._targets.get((job.source, job.action)),
             http_status=status,
@@ -150,8 +154,11 @@ class AttemptRunner:
             raise _Unrunnable(JobCode.UNKNOWN_ACTION)
         if job.body is None:
             raise _Unrunnable(JobCode.PAYLOAD_PURGED)
+        # A sealed body opened here, per job: a missing key fails this attempt as
+        # ``key_unavailable`` (retried: the key may come back), never a garbled forward.
+        body = self._store.sealer.open(job.body, sealing.payload_aad(job.delivery_id))
         try:
-            payload = self._bodies.parse(job.source, job.body, job.headers)
+            payload = self._bodies.parse(job.source, body, job.headers)
         except MalformedJson:
             raise _Unrunnable(JobCode.MALFORMED_JSON) from None
         event = Event(
@@ -160,7 +167,7 @@ class AttemptRunner:
             event_id=job.event_id,
             type=job.event_type,
             payload=payload,
-            body=job.body,
+            body=body,
             headers=job.headers,
             attempt=job.attempts,
         )

@@ -903,6 +903,30 @@ LIMIT $4;
 -- params: $1 id
 SELECT body FROM payloads WHERE delivery_id = $1;
 
+-- name: journal.payload_walk
+-- params: $1 floor, $2 ceiling, $3 before, $4 ref, $5 type, $6 source, $7 status, $8 limit
+SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
+d.delivery_count, d.conflicts,
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states, p.body AS body
+FROM payloads p JOIN deliveries d ON d.id = p.delivery_id
+WHERE p.delivery_id >= $1 AND (p.delivery_id < $2 OR $2 IS NULL)
+  AND (p.delivery_id < $3 OR $3 IS NULL)
+  AND (d.id = $4 OR d.event_id = $4 OR $4 IS NULL)
+  AND (lower(d.event_type) LIKE $5 ESCAPE '\' OR $5 IS NULL)
+  AND (d.id >= $1 OR $1 IS NULL)
+  AND (d.id < $2 OR $2 IS NULL)
+  AND (d.source = $6 OR $6 IS NULL)
+  AND (CASE
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+        THEN 'failed'
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+        THEN 'processing'
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+        THEN 'completed'
+    ELSE 'accepted' END = $7 OR $7 IS NULL)
+ORDER BY p.delivery_id DESC
+LIMIT $8;
+
 -- name: journal.search
 -- params: $1 type, $2 floor, $3 ceiling, $4 source, $5 status, $6 before, $7 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
@@ -1813,6 +1837,43 @@ SET reviewed_at = now(), reviewed_by = $1, review_note = $2
 WHERE id = $3
   AND outcome = 'rejected'
   AND reviewed_at IS NULL;
+
+-- name: sealed_rows.payloads_page
+-- params: $1 magic, $2 after, $3 limit
+SELECT delivery_id AS pk, body AS sealed
+FROM payloads
+WHERE substr(body, 1, 4) = $1 AND (delivery_id > $2 OR $2 IS NULL)
+ORDER BY delivery_id
+LIMIT $3;
+
+-- name: sealed_rows.rejected_page
+-- params: $1 magic, $2 after, $3 limit
+SELECT id AS pk, body AS sealed
+FROM rejected_deliveries
+WHERE body IS NOT NULL AND substr(body, 1, 4) = $1 AND (id > $2 OR $2 IS NULL)
+ORDER BY id
+LIMIT $3;
+
+-- name: sealed_rows.rewrap_payload
+-- params: $1 sealed, $2 pk, $3 old
+UPDATE payloads SET body = $1 WHERE delivery_id = $2 AND body = $3;
+
+-- name: sealed_rows.rewrap_rejected
+-- params: $1 sealed, $2 pk, $3 old
+UPDATE rejected_deliveries SET body = $1 WHERE id = $2 AND body = $3;
+
+-- name: sealed_rows.rewrap_snippet
+-- params: $1 sealed, $2 pk, $3 old
+UPDATE attempts SET response_snippet = $1 WHERE id = $2 AND response_snippet = $3;
+
+-- name: sealed_rows.snippets_page
+-- params: $1 prefix, $2 after, $3 limit
+SELECT id AS pk, response_snippet AS sealed
+FROM attempts
+WHERE response_snippet IS NOT NULL AND substr(response_snippet, 1, 5) = $1
+  AND id > $2
+ORDER BY id
+LIMIT $3;
 
 -- name: sources.list
 SELECT source, paused, reason, changed_at, changed_by

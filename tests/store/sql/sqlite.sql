@@ -601,6 +601,29 @@ LIMIT :limit;
 -- name: journal.payload
 SELECT body FROM payloads WHERE delivery_id = :id;
 
+-- name: journal.payload_walk
+SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
+d.delivery_count, d.conflicts,
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states, p.body AS body
+FROM payloads p JOIN deliveries d ON d.id = p.delivery_id
+WHERE p.delivery_id >= :floor AND (p.delivery_id < :ceiling OR :ceiling IS NULL)
+  AND (p.delivery_id < :before OR :before IS NULL)
+  AND (d.id = :ref OR d.event_id = :ref OR :ref IS NULL)
+  AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
+  AND (d.id >= :floor OR :floor IS NULL)
+  AND (d.id < :ceiling OR :ceiling IS NULL)
+  AND (d.source = :source OR :source IS NULL)
+  AND (CASE
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+        THEN 'failed'
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+        THEN 'processing'
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+        THEN 'completed'
+    ELSE 'accepted' END = :status OR :status IS NULL)
+ORDER BY p.delivery_id DESC
+LIMIT :limit;
+
 -- name: journal.search
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts,
@@ -1437,6 +1460,37 @@ SET reviewed_at = ((julianday('now') - 2440587.5) * 86400.0), reviewed_by = :act
 WHERE id = :id
   AND outcome = 'rejected'
   AND reviewed_at IS NULL;
+
+-- name: sealed_rows.payloads_page
+SELECT delivery_id AS pk, body AS sealed
+FROM payloads
+WHERE substr(body, 1, 4) = :magic AND (delivery_id > :after OR :after IS NULL)
+ORDER BY delivery_id
+LIMIT :limit;
+
+-- name: sealed_rows.rejected_page
+SELECT id AS pk, body AS sealed
+FROM rejected_deliveries
+WHERE body IS NOT NULL AND substr(body, 1, 4) = :magic AND (id > :after OR :after IS NULL)
+ORDER BY id
+LIMIT :limit;
+
+-- name: sealed_rows.rewrap_payload
+UPDATE payloads SET body = :sealed WHERE delivery_id = :pk AND body = :old;
+
+-- name: sealed_rows.rewrap_rejected
+UPDATE rejected_deliveries SET body = :sealed WHERE id = :pk AND body = :old;
+
+-- name: sealed_rows.rewrap_snippet
+UPDATE attempts SET response_snippet = :sealed WHERE id = :pk AND response_snippet = :old;
+
+-- name: sealed_rows.snippets_page
+SELECT id AS pk, response_snippet AS sealed
+FROM attempts
+WHERE response_snippet IS NOT NULL AND substr(response_snippet, 1, 5) = :prefix
+  AND id > :after
+ORDER BY id
+LIMIT :limit;
 
 -- name: sources.list
 SELECT source, paused, reason, changed_at, changed_by

@@ -293,3 +293,17 @@ SELECT count(*) FROM (
       AND {include:search_filters}
     LIMIT :cap
 ) AS c;
+
+-- name: payload_walk
+-- A payload filter when bodies may be sealed: the window's retained payloads, newest
+-- first, with every other filter; hookinbox.store.journal opens each body and matches it
+-- in Python (SQL cannot see into a sealed body). Its cost: every retained payload of the
+-- window is read and opened once per search.
+SELECT {include:delivery_columns}, {job_states} AS states, p.body AS body
+FROM payloads p JOIN deliveries d ON d.id = p.delivery_id
+WHERE p.delivery_id >= :floor AND (p.delivery_id < :ceiling OR :ceiling IS NULL)
+  AND (p.delivery_id < :before OR :before IS NULL)
+  AND (d.id = :ref OR d.event_id = :ref OR :ref IS NULL)
+  AND {include:search_filters}
+ORDER BY p.delivery_id DESC
+LIMIT :limit;
