@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from hookinbox.config.catch_up import CatchUpSettings, resolve_catch_up
 from hookinbox.config.delivery import check_dead_letter_on, parse_schedule
 from hookinbox.config.destinations import DestinationConfig, check_destinations
 from hookinbox.config.fields import ForwardUrl, Frozen, HandlerPath, parse_duration
@@ -172,6 +173,9 @@ class Source(Frozen):
     fingerprint_forbidden: tuple[str, ...] = ()
     #: How to name events that arrive without an id (``fp:`` + SHA-256 of these values).
     fingerprint: FingerprintPolicy | None = Field(default=None, validate_default=True)
+    #: Pulling what the provider's API still holds (``[sources.NAME.catch_up]``; see
+    #: config.catch_up): off unless the table is there.
+    catch_up: CatchUpSettings | None = None
 
     @field_validator("scheme")
     @classmethod
@@ -249,6 +253,13 @@ class Source(Frozen):
                 raise ValueError(f"action {route.action!r} appears twice; actions are unique")
             seen.add(route.action)
         return value
+
+    @field_validator("catch_up")
+    @classmethod
+    def _catch_up_provider(
+        cls, value: CatchUpSettings | None, info: ValidationInfo
+    ) -> CatchUpSettings | None:
+        return resolve_catch_up(value, info.data.get("scheme"))
 
     @field_validator("redelivery_window", mode="before")
     @classmethod

@@ -8,17 +8,26 @@ letters), ``effects`` (the ledger), ``audit`` and ``sources`` (operator actions,
 (rejected transitions awaiting an operator), ``notices`` (what notifiers are told of,
 written to the outbox), ``destinations`` (a destination's bucket, slots and circuit),
 ``rejected`` (refused deliveries kept for a retry), ``admin_sessions`` (admin sessions
-ended by a logout), ``receipts`` (webhook answers per minute), ``reads`` (gauges and
-reconciliation queries) and ``retention`` (purges). The layout, the SQL files and the
+ended by a logout), ``receipts`` (webhook answers per minute), ``catch_up`` (catch-up's
+cursor per source), ``reads`` (gauges and reconciliation queries) and ``retention``
+(purges). The layout, the SQL files and the
 golden test are in docs/store.md.
 """
 
 from __future__ import annotations
 
 from hookinbox.admission import Admission, DestinationLimits
+from hookinbox.store.catch_up import (
+    CATCH_UP_ORIGIN,
+    CatchUpCursor,
+    CursorMove,
+    PageCommit,
+    PageEntry,
+)
 from hookinbox.store.core import Store
 from hookinbox.store.decisions import TransitionRules
 from hookinbox.store.destination_state import DestinationState, Release
+from hookinbox.store.journal import InlineApply
 from hookinbox.store.notices import FactGroup, NewNotice
 from hookinbox.store.operator_records import (
     Anomalies,
@@ -80,6 +89,7 @@ def open_store_for(url: str) -> Store:
 
 
 __all__ = [
+    "CATCH_UP_ORIGIN",
     "JOB_STATES",
     "OUTBOX_STATES",
     "OUTCOMES",
@@ -87,8 +97,10 @@ __all__ = [
     "Anomalies",
     "AttemptDetail",
     "AttemptView",
+    "CatchUpCursor",
     "ClaimedJob",
     "ClaimedOutbox",
+    "CursorMove",
     "DeadLetter",
     "DeadLetterCriteria",
     "DeadLetterOrder",
@@ -100,6 +112,7 @@ __all__ = [
     "EffectRecord",
     "EffectStart",
     "FactGroup",
+    "InlineApply",
     "JobDetail",
     "JobState",
     "JobView",
@@ -111,6 +124,8 @@ __all__ = [
     "OutboxState",
     "OutboxView",
     "Outcome",
+    "PageCommit",
+    "PageEntry",
     "ParkPolicy",
     "PayloadMatch",
     "RejectedDelivery",

@@ -9,7 +9,8 @@ their notifications), ``store.reads`` (gauges, counts, reconciliation queries),
 the outbox), ``store.reviews`` (rejected transitions awaiting review),
 ``store.admin_sessions`` (admin sessions ended by a logout), ``store.destinations``
 (token bucket, slots and circuit of each destination), ``store.receipts`` (webhook
-answers per minute). Each is written once over the
+answers per minute), ``store.catch_up`` (catch-up's cursor per source and its pages).
+Each is written once over the
 driver the URL picks; the journal and the queue also share the dialect's hot path.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 from hookinbox.errors import StoreNotFound
 from hookinbox.store.admin_sessions import AdminSessions
 from hookinbox.store.audit import Audit
+from hookinbox.store.catch_up import CatchUpCursors
 from hookinbox.store.destination_state import Destinations
 from hookinbox.store.dialect import POSTGRES
 from hookinbox.store.driver import Driver
@@ -64,6 +66,7 @@ class Store:
         self.reviews = TransitionReviews(driver)
         self.admin_sessions = AdminSessions(driver)
         self.destinations = Destinations(driver)
+        self.catch_up = CatchUpCursors(driver)
 
     async def open(
         self, *, migrate: bool = True, create: bool = True, make_dirs: bool = False

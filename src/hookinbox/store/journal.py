@@ -77,9 +77,11 @@ def _by_event(event_id: str, source: str | None, decode_time: DecodeTime) -> Tx[
     return found
 
 
-def _reserve_inline(
+def reserve_and_apply(
     item: NewDelivery, applies: Sequence[InlineApply], decode_time: DecodeTime
 ) -> Tx[tuple[Reservation, list[ResourceOutcome]]]:
+    """One delivery reserved as the hot path reserves it, and its inline resource events
+    applied in the same transaction (the inline reservation, and a catch-up page)."""
     reservation = yield from reserve_one(item)
     if reservation.outcome == "duplicate":
         return reservation, []
@@ -155,7 +157,7 @@ class Journal:
         transition is durable. A duplicate applies nothing. StoreRejectedRow when the
         database refuses one of the delivery's values."""
         try:
-            return await self._db.run(_reserve_inline(item, applies, self._db.decode_time))
+            return await self._db.run(reserve_and_apply(item, applies, self._db.decode_time))
         except Exception as exc:
             refused = self._db.rejected(exc)
             if refused is None:
