@@ -64,4 +64,5 @@ class SvixRecover:
         return ProviderPage(requested=1, done=True)
 
     async def aclose(self) -> None:
-        return None
+        # The SDK opens an httpx client and offers no close of its own.
+        await self._svix._httpx_client.aclose()
