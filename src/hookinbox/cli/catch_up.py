@@ -2,8 +2,8 @@
 got (docs/operations/catch-up.md).
 
 Each source with a ``[sources.NAME.catch_up]`` table (or only ``--source NAME``) is run
-once, from its cursor; what each run did is one line (or one JSON object per run under
-``--json``). A run the provider ended (a refused key, an outage, a rate limit past its
+once, from its cursor; what each run did is one line (under ``--json``, a list of one
+object per run). A run the provider ended (a refused key, an outage, a rate limit past its
 bounds) is shown with what it committed, then the command ends with that error's code
 and exit 7; the next run resumes at the cursor.
 """
@@ -77,10 +77,10 @@ def catch_up(
             return reports
 
     reports = run(go())
-    for report in reports:
-        if as_json:
-            print_json(report.as_json())
-        else:
+    if as_json:
+        print_json([report.as_json() for report in reports])
+    else:
+        for report in reports:
             click.echo(_line(report))
     failed = next((r.failure for r in reports if r.failure is not None), None)
     if failed is not None:
