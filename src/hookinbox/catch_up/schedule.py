@@ -42,7 +42,9 @@ async def run_catch_up_schedule(
     if not every:
         return
     loop = asyncio.get_running_loop()
-    due = {name: loop.time() + random.uniform(0.1, 1.0) * period for name, period in every.items()}
+    due = {
+        name: loop.time() + random.uniform(0.05, 0.25) * period for name, period in every.items()
+    }
     while not stop.is_set():
         name = min(due, key=due.__getitem__)
         wait = due[name] - loop.time()
