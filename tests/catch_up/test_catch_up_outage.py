@@ -70,8 +70,16 @@ def _env(stripe_api: StripeStandIn, github_api: GitHubStandIn, calls: Path) -> d
 
 def _catch_up(config: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "hookinbox.cli", "catch-up", "--json", "--config", str(config)]
-        + list(args),
+        [
+            sys.executable,
+            "-m",
+            "hookinbox.cli",
+            "catch-up",
+            "--json",
+            "--config",
+            str(config),
+            *args,
+        ],
         env=env,
         cwd=REPO,
         capture_output=True,
@@ -192,8 +200,16 @@ def test_a_refused_key_is_one_line_with_its_code_and_exit_7(
     stripe_api.add(2)
 
     done = subprocess.run(
-        [sys.executable, "-m", "hookinbox.cli", "catch-up", "--source", "stripe"]
-        + ["--config", str(config)],
+        [
+            sys.executable,
+            "-m",
+            "hookinbox.cli",
+            "catch-up",
+            "--source",
+            "stripe",
+            "--config",
+            str(config),
+        ],
         env=env,
         cwd=REPO,
         capture_output=True,
