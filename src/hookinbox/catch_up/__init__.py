@@ -9,6 +9,6 @@ over the shapes of :mod:`~hookinbox.catch_up.provider`.
 """
 
 from hookinbox.catch_up.run import CatchUpReport, run_catch_up
-from hookinbox.catch_up.schedule import run_catch_up_schedule
+from hookinbox.catch_up.schedule import run_catch_up_schedule, scheduled_sources
 
-__all__ = ["CatchUpReport", "run_catch_up", "run_catch_up_schedule"]
+__all__ = ["CatchUpReport", "run_catch_up", "run_catch_up_schedule", "scheduled_sources"]

@@ -218,8 +218,9 @@ async def run_catch_up(
                 version = committed.version
                 if move is not None:
                     report.position = move.position
-            metrics.caught_up(source, "pulled", len(events))
-            metrics.caught_up(source, "requested", page.requested)
+            if not dry_run:
+                metrics.caught_up(source, "pulled", len(events))
+                metrics.caught_up(source, "requested", page.requested)
             log.info(
                 "catch_up_page",
                 source=source,
