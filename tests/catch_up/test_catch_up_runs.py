@@ -392,3 +392,35 @@ async def test_svix_recover_is_asked_from_the_cursor(
         api.script("recover", (401, {}, {"code": "authentication", "detail": "no"}))
         refused = await runs.run("billing")
         assert refused.failure is not None and refused.failure.code == "catch_up_unauthorized"
+
+
+async def test_a_github_outage_mid_run_resumes_from_the_link_cursor_without_a_second_fetch(
+    store: Store, github_api: GitHubStandIn, waits: Waits
+) -> None:
+    config = make_config(
+        store.url,
+        github={
+            "api_key_env": "HB_GITHUB_KEY",
+            "api_base": github_api.url,
+            "hook": "repos/acme/shop/hooks/1",
+            "page_size": 3,
+        },
+    )
+    runs = Runs(config, store, waits)
+    lost = github_api.add(7)
+    github_api.send(DEAD_URL, SECRET, lost)
+    github_api.script("list", NORMAL, (502, {}, {"message": "Server Error"}))
+
+    first = await runs.run("github")
+
+    assert first.failure is not None and first.failure.code == "catch_up_failed"
+    assert first.new == 3
+    cursor = await store.catch_up.get("github")
+    assert cursor is not None and cursor.resume_after is not None
+
+    second = await runs.run("github")
+
+    assert second.complete and second.new == 4
+    assert await _jobs_by_event(store) == {e.guid: 1 for e in lost}
+    fetched = [path for method, path, _ in github_api.requests if path.rsplit("/", 1)[-1].isdigit()]
+    assert len(fetched) == len(set(fetched)) == 7  # no payload fetched twice
