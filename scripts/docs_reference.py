@@ -33,6 +33,7 @@ from pydantic_core import PydanticUndefined
 from hookinbox.api import ROUTES, openapi_document
 from hookinbox.cli.main import main as cli_main
 from hookinbox.config import Config
+from hookinbox.config.catch_up import CatchUpSettings
 from hookinbox.config.destinations import DestinationConfig
 from hookinbox.config.encryption import EncryptionSettings
 from hookinbox.config.filters import Condition
@@ -74,6 +75,11 @@ TABLES: list[tuple[str, type[BaseModel], str]] = [
     ),
     ("[sources.NAME.answer]", StaticAnswer, "The body an accepted delivery is answered with."),
     ("[sources.NAME.fingerprint]", FingerprintPolicy, "The id of an event that has none."),
+    (
+        "[sources.NAME.catch_up]",
+        CatchUpSettings,
+        "Pulling what the provider's API still holds (docs/operations/catch-up.md).",
+    ),
     (
         "[sources.NAME.routes.resource]",
         ResourceBinding,

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp
 
 from hookinbox.admin.views import admin_routes
 from hookinbox.api import api_routes
+from hookinbox.catch_up import run_catch_up_schedule
 from hookinbox.config import Config
 from hookinbox.errors import ConfigError, HookinboxError
 from hookinbox.http.health import healthz, readyz_endpoint
@@ -212,6 +213,15 @@ class Inbox:
             asyncio.create_task(run_purge_loop(self.store, self.config, self._stop)),
             asyncio.create_task(run_receipt_flush(self.store, self.metrics.receipts, self._stop)),
         ]
+        if self.workers is not None:
+            # [sources.NAME.catch_up] every: beside the workers, off unless configured.
+            self._ops_tasks.append(
+                asyncio.create_task(
+                    run_catch_up_schedule(
+                        self.config, self.store, self.receiver, self.metrics, self._stop
+                    )
+                )
+            )
         log.info("inbox_started", sources=sorted(self.config.sources), workers=bool(self.workers))
 
     async def stop(self) -> None:

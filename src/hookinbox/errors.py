@@ -28,7 +28,11 @@ The tree::
     │   └── StoreRejectedRow         store_rejected_row HTTP 400, exit 3
     ├── NotFound                     not_found          HTTP 404, exit 4
     ├── OperationRefused             refused            HTTP 409, exit 5
-    │   └── PayloadPurged            payload_purged     HTTP 409, exit 5
+    │   ├── PayloadPurged            payload_purged     HTTP 409, exit 5
+    │   └── CatchUpNotConfigured     catch_up_not_configured HTTP 409, exit 5
+    ├── CatchUpFailed                catch_up_failed    HTTP 502, exit 7 (provider's API)
+    │   ├── CatchUpUnauthorized      catch_up_unauthorized HTTP 502, exit 7
+    │   └── CatchUpRateLimited       catch_up_rate_limited HTTP 502, exit 7
     ├── InvalidArgument              invalid_argument   HTTP 400, exit 2
     ├── AmbiguousId                  ambiguous_id       HTTP 409, exit 2
     ├── KeyUnavailable               key_unavailable    HTTP 503, exit 7
@@ -253,6 +257,36 @@ class PayloadPurged(OperationRefused):
     """The payload was purged after retention, so the job cannot run again."""
 
     code = "payload_purged"
+
+
+class CatchUpNotConfigured(OperationRefused):
+    """The source has no [sources.NAME.catch_up] table."""
+
+    code = "catch_up_not_configured"
+
+
+class CatchUpFailed(HookinboxError):
+    """The provider's API could not be read (an outage, an unreachable host, an answer
+    that is not what its documentation says); the cursor stays at the last committed
+    page, and the next run resumes there."""
+
+    code = "catch_up_failed"
+    http_status = 502
+    exit_code = 7
+
+
+class CatchUpUnauthorized(CatchUpFailed):
+    """The provider refused the API key (401 or 403): check api_key_env's key and its
+    permissions."""
+
+    code = "catch_up_unauthorized"
+
+
+class CatchUpRateLimited(CatchUpFailed):
+    """The provider's rate limit asked for a longer wait than catch_up.max_wait allows, or
+    more waits than catch_up.max_retries; the next run resumes at the cursor."""
+
+    code = "catch_up_rate_limited"
 
 
 class InvalidArgument(HookinboxError):

@@ -206,6 +206,15 @@ class Metrics:
             ["source", "reason", "kept"],
             registry=reg,
         )
+        self.catch_up_events = Counter(
+            "hookinbox_catch_up_events",
+            "Events catch-up looked at in a provider's API, by source and result: pulled"
+            " (listed as not delivered), already_had (the journal held it), new (reserved"
+            " now, origin catch_up), requested (a redelivery or recovery asked of the"
+            " provider, which then sends a signed webhook).",
+            ["source", "result"],
+            registry=reg,
+        )
         self.handler_seconds = Histogram(
             "hookinbox_handler_seconds",
             "Time an action (handler or forward) ran, by source and action.",
@@ -232,6 +241,11 @@ class Metrics:
     def rejected_delivery(self, source: str, reason: str, kept: str) -> None:
         """A refusal for a signature or a timestamp, and whether a copy was kept."""
         self.rejected.labels(self.source_label(source), reason, kept).inc()
+
+    def caught_up(self, source: str, result: str, count: int) -> None:
+        """``count`` events of one catch-up page with one ``result``."""
+        if count:
+            self.catch_up_events.labels(self.source_label(source), result).inc(count)
 
     # -- working ----------------------------------------------------------------------
     def _job(self, source: str, action: str) -> _JobMetrics:

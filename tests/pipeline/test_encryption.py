@@ -31,6 +31,7 @@ from hookinbox.store import open_store_for
 from tests.admin.support import TOKEN, login
 from tests.support import handlers
 from tests.support.configs import write_config
+from tests.support.database import raw_payload_body
 from tests.support.inbox import make_config, running_inbox
 from tests.support.processes import hookinbox_env, run_hookinbox
 from tests.support.signing import WRONG_SECRET, delivery
@@ -177,7 +178,7 @@ async def test_handler_forward_replay_admin_and_search_see_the_plaintext_of_a_se
             found = await inbox.store.journal.get_delivery("evt_sealed")
             assert found is not None
             # Sealed at rest, opened for whoever reads it.
-            raw = await _raw_body(db_url, found.id)
+            raw = await raw_payload_body(db_url, found.id)
             assert raw.startswith(MAGIC) and key_id_of(raw) == "k1"
             assert await inbox.store.journal.read_payload(found.id) == body
             # Replay runs the forward again from the sealed row, byte for byte.
@@ -208,30 +209,6 @@ async def test_handler_forward_replay_admin_and_search_see_the_plaintext_of_a_se
                 view = await admin.get(inbox.base_url + shown.headers["location"])
                 assert "cus_sealed_42" in view.text
     assert handlers.PAYLOADS["evt_sealed"]["data"]["customer"] == "cus_sealed_42"
-
-
-async def _raw_body(db_url: str, delivery_id: str) -> bytes:
-    """The payload's bytes as stored, read with plain SQL."""
-    if db_url.startswith("sqlite"):
-        import sqlite3
-
-        with sqlite3.connect(db_url.removeprefix("sqlite:///")) as conn:
-            (found,) = conn.execute(
-                "SELECT body FROM payloads WHERE delivery_id = ?", (delivery_id,)
-            ).fetchone()
-        return bytes(found)
-    base, _, query = db_url.partition("?")
-    schema = query.removeprefix("search_path=")
-    conn = await asyncpg.connect(base)
-    try:
-        return bytes(
-            await conn.fetchval(
-                f"SELECT body FROM {schema}.payloads WHERE delivery_id = $1",
-                delivery_id,
-            )
-        )
-    finally:
-        await conn.close()
 
 
 async def test_a_sealed_body_moved_to_another_row_does_not_open(

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import functools
 import os
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from urllib.parse import urlsplit, urlunsplit
@@ -79,3 +80,25 @@ def pg_schema_url(base_url: str = PG_URL) -> Iterator[str]:
         yield f"{base_url}?search_path={schema}"
     finally:
         asyncio.run(_pg_exec(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+
+
+async def raw_payload_body(db_url: str, delivery_id: str) -> bytes:
+    """The payload's bytes as stored, read with plain SQL."""
+    if db_url.startswith("sqlite"):
+        with sqlite3.connect(db_url.removeprefix("sqlite:///")) as conn:
+            (found,) = conn.execute(
+                "SELECT body FROM payloads WHERE delivery_id = ?", (delivery_id,)
+            ).fetchone()
+        return bytes(found)
+    base, _, query = db_url.partition("?")
+    schema = query.removeprefix("search_path=")
+    conn = await asyncpg.connect(base)
+    try:
+        return bytes(
+            await conn.fetchval(
+                f"SELECT body FROM {schema}.payloads WHERE delivery_id = $1",
+                delivery_id,
+            )
+        )
+    finally:
+        await conn.close()

@@ -127,3 +127,14 @@ async def returns_no_json(event: Event, ctx: JobContext) -> None:
 
     await ctx.effect(f"odd:{event.event_id}", make)
     await ctx.effect(f"odd:{event.event_id}", make)  # recorded: not made again
+
+
+def record_to_file(event: Event, ctx: Any) -> None:
+    """One line per call, ``source event_id``, appended to ``HB_TEST_CALLS_FILE``: the
+    calls of every worker process of a test, counted after they end (O_APPEND: lines of
+    several processes never interleave)."""
+    fd = os.open(os.environ["HB_TEST_CALLS_FILE"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(fd, f"{event.source} {event.event_id}\n".encode())
+    finally:
+        os.close(fd)

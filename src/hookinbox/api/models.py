@@ -193,6 +193,17 @@ class ErasureRequest(_Input):
     dry_run: bool = Field(True, description="The preview (the default): count, erase nothing")
 
 
+class CatchUpRequest(_Input):
+    since: Annotated[str, Field(max_length=40, pattern=PRINTABLE)] | None = Field(
+        None,
+        description="Look from then (24h, an ISO time) within the window, leaving the cursor "
+        "alone; the cursor's position by default",
+    )
+    dry_run: bool = Field(
+        True, description="The preview (the default): list and compare, reserve nothing"
+    )
+
+
 class PauseRequest(_Input):
     reason: Annotated[str, Field(max_length=200, pattern=PRINTABLE)] | None = None
 
@@ -215,6 +226,10 @@ class DeliverySummary(_Output):
     conflicts: int
     body_sha256: str
     payload_retained: bool
+    origin: Literal["webhook", "catch_up"] = Field(
+        description="webhook (received, signature checked) or catch_up (pulled from the "
+        "provider's API, authenticated by TLS and the API key)"
+    )
 
 
 class DeliveryPage(_Output):
@@ -320,6 +335,26 @@ class SourceEntry(_Output):
     reason: str | None
     changed_at: str | None
     changed_by: str | None
+
+
+class CatchUpRun(_Output):
+    source: str
+    provider: Literal["stripe", "github", "svix"]
+    dry_run: bool
+    floor: str | None = Field(description="The oldest time the run looked at")
+    pages: int
+    pulled: int = Field(description="Events the provider listed as not delivered")
+    already_had: int = Field(description="Of those, events the journal already held")
+    new: int = Field(description="Events reserved now (origin catch_up)")
+    requested: int = Field(description="Redeliveries or recoveries asked of the provider")
+    delivered: int = Field(description="Events the provider listed as delivered")
+    refused: int = Field(description="Events the receiver would refuse (not reserved)")
+    complete: bool = Field(description="The run reached the cursor's position")
+    stopped: str | None = Field(description="max_pages, cursor_moved, or an error code")
+    cursor: str | None = Field(description="The cursor's position after the run")
+    waited_seconds: float
+    new_delivery_ids: list[str]
+    error: str | None
 
 
 class Sources(_Output):

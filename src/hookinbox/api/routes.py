@@ -29,6 +29,7 @@ from hookinbox.api import models
 from hookinbox.api.call import Call
 from hookinbox.api.spec import RouteSpec, openapi_document
 from hookinbox.api.tokens import ApiToken, find_token, tokens_from
+from hookinbox.catch_up import run_catch_up
 from hookinbox.config import Config
 from hookinbox.config.fields import parse_duration
 from hookinbox.errors import (
@@ -47,7 +48,7 @@ from hookinbox.http.errors import (
 )
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
-from hookinbox.ops.search import clean_term
+from hookinbox.ops.search import clean_term, parse_when
 from hookinbox.receive.receiver import Receiver
 from hookinbox.receive.rejected_retry import retry_rejected_many
 from hookinbox.store import OutboxView, Store
@@ -168,6 +169,25 @@ async def pause_source(call: Call) -> dict[str, Any]:
 async def resume_source(call: Call) -> dict[str, Any]:
     state = await ops.resume_source(call.store, call.config, call.path["name"], actor=call.actor)
     return state.as_json()
+
+
+async def catch_up_source(call: Call) -> dict[str, Any]:
+    body: models.CatchUpRequest = call.body or models.CatchUpRequest.model_validate({})
+    if not body.dry_run and not call.token.allows("operate"):
+        raise Forbidden("a catch-up needs the operate scope (a dry run needs read)")
+    report = await run_catch_up(
+        call.config,
+        call.store,
+        call.receiver,
+        call.receiver.metrics,
+        call.path["name"],
+        since=parse_when(body.since, "since"),
+        dry_run=body.dry_run,
+    )
+    if report.failure is not None:
+        # The pages before it are committed; the answer is the provider's error.
+        raise report.failure
+    return report.as_json()
 
 
 async def list_reviews(call: Call) -> dict[str, Any]:
@@ -419,6 +439,20 @@ ROUTES: list[RouteSpec] = [
         models.SourcePauseState,
         resume_source,
         errors=(404,),
+        writes=True,
+    ),
+    RouteSpec(
+        "POST",
+        "/sources/{name}/catch-up",
+        "catchUpSource",
+        "Pull what the provider's API holds that the receiver never got, from the source's "
+        "cursor, through the same reservation as webhooks; dry_run (the default) lists and "
+        "compares with the journal (read scope suffices)",
+        "read",
+        models.CatchUpRun,
+        catch_up_source,
+        body=models.CatchUpRequest,
+        errors=(404, 409, 502),
         writes=True,
     ),
     RouteSpec(

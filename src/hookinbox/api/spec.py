@@ -28,7 +28,8 @@ _ERROR_TEXT = {
     401: "unauthenticated: no valid bearer token",
     403: "forbidden: the token lacks the scope",
     404: "not_found, unknown_source",
-    409: "refused, payload_purged, ambiguous_id (with the sources)",
+    409: "refused, payload_purged, ambiguous_id (with the sources), catch_up_not_configured",
+    502: "catch_up_failed, catch_up_unauthorized, catch_up_rate_limited: the provider's API",
     503: "store_unavailable: try again (Retry-After)",
 }
 _PATH_PARAM = re.compile(r"{(\w+)}")

@@ -42,6 +42,7 @@ LIST_COLUMNS = (
     Column("event_id", "id", drop=3),
     Column("count", drop=4),
     Column("first_seen", "time", wide_only=True),
+    Column("origin", wide_only=True),
 )
 JOB_COLUMNS = (
     Column("action", "id"),
@@ -118,6 +119,7 @@ def deliveries_list(
             r.event_id,
             r.delivery_count,
             r.first_seen_at,
+            r.origin,
         )
         for r in found.deliveries
     ]
@@ -170,6 +172,7 @@ def deliveries_show(config_path: str | None, ref: str, source: str | None, as_js
         "conflicts",
         "body_sha256",
         "payload_retained",
+        "origin",
     )
     lines = field_lines([(key, data[key]) for key in keys])
     jobs = [

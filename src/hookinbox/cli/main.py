@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from hookinbox.cli.catch_up import catch_up
 from hookinbox.cli.common import fail
 from hookinbox.cli.configuration import config_group
 from hookinbox.cli.deliveries import deliveries
@@ -94,6 +95,7 @@ for command in (
     reviews,
     outbox,
     rejected,
+    catch_up,
     keys,
 ):
     main.add_command(command)

@@ -149,7 +149,8 @@ async def _preflight(config: Config) -> None:
 @reports_errors
 def worker(config_path: str | None, log_format: str, log_level: str) -> None:
     """Run workers only (start several, on any host, to scale out)."""
-    from hookinbox.app import build_worker_pool, default_metrics
+    from hookinbox.app import build_receiver, build_worker_pool, default_metrics
+    from hookinbox.catch_up import run_catch_up_schedule, scheduled_sources
     from hookinbox.resources.relay import OutboxRelay
     from hookinbox.tracing import build_tracing
     from hookinbox.work.route_actions import build_actions
@@ -165,10 +166,17 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
         tracing = build_tracing(config)
         try:
             async with opened_store(config, create=True) as store:
-                pool = build_worker_pool(config, store, tracing=tracing)
-                # The outbox relay runs beside the workers (a no-op with no [outbox] sender).
+                metrics = default_metrics(config)
+                pool = build_worker_pool(config, store, tracing=tracing, metrics=metrics)
+                # The outbox relay runs beside the workers (a no-op with no [outbox] sender),
+                # and scheduled catch-up ([sources.NAME.catch_up] every; off by default).
                 relay = OutboxRelay(config.outbox, store, notify=config.notify)
-                await asyncio.gather(pool.run(stop), relay.run(stop))
+                running = [pool.run(stop), relay.run(stop)]
+                if scheduled_sources(config):
+                    # Only then: a receiver needs every source's secrets, workers do not.
+                    receiver = build_receiver(config, store, metrics=metrics, tracing=tracing)
+                    running.append(run_catch_up_schedule(config, store, receiver, metrics, stop))
+                await asyncio.gather(*running)
         finally:
             tracing.shutdown()  # flushes the spans still batched
 

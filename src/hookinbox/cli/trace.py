@@ -52,6 +52,7 @@ def trace(config_path: str | None, event_id: str, source: str | None, as_json: b
         lines += wrapped_line(
             f"receipts  first={receipts['first_seen_at']}  last={receipts['last_seen_at']}  "
             f"count={receipts['count']}  conflicts={receipts['conflicts']}  payload={payload}"
+            f"  origin={journal['origin']}"
         )
         for route in data["routes"]:
             rest = {k: v for k, v in route.items() if k != "action"}

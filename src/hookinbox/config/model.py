@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from hookinbox.config.catch_up import CatchUpSettings, resolve_catch_up
 from hookinbox.config.delivery import check_dead_letter_on, parse_schedule
 from hookinbox.config.destinations import DestinationConfig, check_destinations
 from hookinbox.config.encryption import EncryptionSettings, KeyRingKeys
@@ -225,6 +226,10 @@ class Source(Frozen):
             or any(route.redact_hash and route.redact for route in self.routes)
         )
 
+    #: Pulling what the provider's API still holds (``[sources.NAME.catch_up]``; see
+    #: config.catch_up): off unless the table is there.
+    catch_up: CatchUpSettings | None = None
+
     @field_validator("scheme")
     @classmethod
     def _known_scheme(cls, value: str) -> str:
@@ -301,6 +306,13 @@ class Source(Frozen):
                 raise ValueError(f"action {route.action!r} appears twice; actions are unique")
             seen.add(route.action)
         return value
+
+    @field_validator("catch_up")
+    @classmethod
+    def _catch_up_provider(
+        cls, value: CatchUpSettings | None, info: ValidationInfo
+    ) -> CatchUpSettings | None:
+        return resolve_catch_up(value, info.data.get("scheme"))
 
     @field_validator("redelivery_window", mode="before")
     @classmethod

@@ -28,10 +28,11 @@ from hookinbox.receive.rejected_keeper import RejectedKeeper
 from hookinbox.redaction import Redaction, keyed_hash, payload_bytes, without_signatures
 from hookinbox.resources.service import ResourceRoutes, log_outcome
 from hookinbox.routing import check_filters, filtered
-from hookinbox.store import NewDelivery, NewJob, Reservation, Store
+from hookinbox.store import InlineApply, NewDelivery, NewJob, Reservation, Store
 from hookinbox.tracing import TRACEPARENT, Tracing
 from hookinbox.verify import edge
-from hookinbox.verify.base import Verifier
+from hookinbox.verify.base import VerifiedEvent, Verifier, read_body
+from hookinbox.verify.bodies import body_format
 from hookinbox.verify.registry import build_verifier, credential_headers, signature_headers
 from hookinbox.verify.twilio import EMPTY_TWIML
 
@@ -144,6 +145,75 @@ class Receiver:
             max_in_flight=config.server.batch_in_flight
             or (1 if store_kind(config.database) == "sqlite" else 4),
         )
+
+    def _delivery(
+        self, source_name: str, event: VerifiedEvent, body: bytes, headers: Mapping[str, str]
+    ) -> NewDelivery:
+        """The journal row, payload and jobs of an authenticated event: its id and type
+        checked by the edge (docs/edge.md), its kept headers, one job per matching route
+        (and filter). A webhook and a catch-up take this same step."""
+        # The edge, once the signature holds and before any store work (docs/edge.md).
+        edge.check_event(event)
+        kept = edge.kept_headers(
+            headers, self._signature_headers.get(source_name, frozenset()), self._credentials
+        )
+        if self.tracing.enabled:
+            # The receive span's context crosses the queue with the delivery: the worker
+            # continues this trace (hookinbox.tracing).
+            parent = self.tracing.traceparent()
+            if parent:
+                kept[TRACEPARENT] = parent
+        delivery_id = new_delivery_id()
+        routes = self._routes_for(source_name, event.event_type)
+        if source_name in self._filters and routes:
+            routes = filtered(routes, event.payload, kept)
+        stored, subject_hash = body, None
+        if source_name in self._private:
+            # After the signature (verified over the original bytes) and the filters, once,
+            # before the reservation; the journal's hash stays the original body's.
+            stored, kept, subject_hash = self._privacy(
+                self._config.sources[source_name], source_name, routes, event.payload, body, kept
+            )
+        return NewDelivery(
+            id=delivery_id,
+            source=source_name,
+            event_id=event.event_id,
+            event_type=event.event_type,
+            body_sha256=hashlib.sha256(body).hexdigest(),
+            body=stored,
+            headers=kept,
+            jobs=tuple(
+                NewJob(job_id(delivery_id, r.action), r.action, r.attempts(self._config.worker))
+                for r in routes
+            ),
+            max_attempts=self._config.worker.max_attempts,
+            subject_hash=subject_hash,
+        )
+
+    def pulled(
+        self,
+        source_name: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        event_id: str,
+        event_type: str,
+    ) -> tuple[NewDelivery, list[InlineApply]]:
+        """An event pulled from the provider's API (catch-up), as the receiver would
+        reserve it: no signature to check (the API answer is authenticated by TLS and
+        the API key), but the same body reading, edge checks, kept headers, routes and
+        filters as a webhook, and the inline resource events its routes apply. The
+        caller reserves it (:meth:`hookinbox.store.catch_up.CatchUpCursors.commit_page`).
+        Raises the refusal a webhook of this body would get (``malformed_json``,
+        ``invalid_event_id`` ...)."""
+        source = self._config.source(source_name)
+        if source is None:
+            raise UnknownSource()
+        payload = read_body(body, headers, body_format(source))
+        event = VerifiedEvent(event_id=event_id, event_type=event_type, payload=payload)
+        item = self._delivery(source_name, event, body, headers)
+        applies = self._resources.inline_applies(item, payload)
+        return item, list(applies)
 
     async def _reserve(self, item: NewDelivery, payload: Mapping[str, Any]) -> Reservation:
         """Routes marked ``inline`` apply their resource event in the reservation's own
@@ -264,44 +334,9 @@ class Receiver:
             raise
         if event.challenge_response is not None:
             return Receipt("challenge", challenge=event.challenge_response)
-        # The edge, once the signature holds and before any store work (docs/edge.md).
-        edge.check_event(event)
-        kept = edge.kept_headers(
-            headers, self._signature_headers.get(source_name, frozenset()), self._credentials
-        )
-        if self.tracing.enabled:
-            # The receive span's context crosses the queue with the delivery: the worker
-            # continues this trace (hookinbox.tracing).
-            parent = self.tracing.traceparent()
-            if parent:
-                kept[TRACEPARENT] = parent
-        delivery_id = new_delivery_id()
-        body_sha256 = hashlib.sha256(body).hexdigest()
-        routes = self._routes_for(source_name, event.event_type)
-        if source_name in self._filters and routes:
-            routes = filtered(routes, event.payload, kept)
-        stored, subject_hash = body, None
-        if source_name in self._private:
-            # After the signature (verified over the original bytes) and the filters, once,
-            # before the reservation; the journal's hash stays the original body's.
-            stored, kept, subject_hash = self._privacy(
-                source, source_name, routes, event.payload, body, kept
-            )
-        item = NewDelivery(
-            id=delivery_id,
-            source=source_name,
-            event_id=event.event_id,
-            event_type=event.event_type,
-            body_sha256=body_sha256,
-            body=stored,
-            headers=kept,
-            jobs=tuple(
-                NewJob(job_id(delivery_id, r.action), r.action, r.attempts(self._config.worker))
-                for r in routes
-            ),
-            max_attempts=self._config.worker.max_attempts,
-            subject_hash=subject_hash,
-        )
+        item = self._delivery(source_name, event, body, headers)
+        body_sha256 = item.body_sha256
+        routes = item.jobs
         if self.tracing.enabled:
             with self.tracing.reserve(source_name):
                 reservation = await self._reserve(item, event.payload)

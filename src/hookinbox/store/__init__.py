@@ -8,9 +8,10 @@ letters), ``effects`` (the ledger), ``audit`` and ``sources`` (operator actions,
 (rejected transitions awaiting an operator), ``notices`` (what notifiers are told of,
 written to the outbox), ``destinations`` (a destination's bucket, slots and circuit),
 ``rejected`` (refused deliveries kept for a retry), ``admin_sessions`` (admin sessions
-ended by a logout), ``receipts`` (webhook answers per minute), ``reads`` (gauges and
-reconciliation queries), ``retention`` (purges) and ``erasure`` (a data subject's
-payloads, snippets and kept refusals' bodies). The layout, the SQL files and the
+ended by a logout), ``receipts`` (webhook answers per minute), ``catch_up`` (catch-up's
+cursor per source), ``reads`` (gauges and reconciliation queries), ``retention`` (purges)
+and ``erasure`` (a data subject's payloads, snippets and kept refusals' bodies). The
+layout, the SQL files and the
 golden test are in docs/store.md.
 """
 
@@ -18,10 +19,18 @@ from __future__ import annotations
 
 from hookinbox.admission import Admission, DestinationLimits
 from hookinbox.sealing import PLAINTEXT, Sealer
+from hookinbox.store.catch_up import (
+    CATCH_UP_ORIGIN,
+    CatchUpCursor,
+    CursorMove,
+    PageCommit,
+    PageEntry,
+)
 from hookinbox.store.core import Store
 from hookinbox.store.decisions import TransitionRules
 from hookinbox.store.destination_state import DestinationState, Release
 from hookinbox.store.erasure import ErasedBatch, SubjectData
+from hookinbox.store.journal import InlineApply
 from hookinbox.store.notices import FactGroup, NewNotice
 from hookinbox.store.operator_records import (
     Anomalies,
@@ -85,6 +94,7 @@ def open_store_for(url: str, *, sealer: Sealer = PLAINTEXT) -> Store:
 
 
 __all__ = [
+    "CATCH_UP_ORIGIN",
     "JOB_STATES",
     "OUTBOX_STATES",
     "OUTCOMES",
@@ -93,8 +103,10 @@ __all__ = [
     "Anomalies",
     "AttemptDetail",
     "AttemptView",
+    "CatchUpCursor",
     "ClaimedJob",
     "ClaimedOutbox",
+    "CursorMove",
     "DeadLetter",
     "DeadLetterCriteria",
     "DeadLetterOrder",
@@ -107,6 +119,7 @@ __all__ = [
     "EffectStart",
     "ErasedBatch",
     "FactGroup",
+    "InlineApply",
     "JobDetail",
     "JobState",
     "JobView",
@@ -119,6 +132,8 @@ __all__ = [
     "OutboxState",
     "OutboxView",
     "Outcome",
+    "PageCommit",
+    "PageEntry",
     "ParkPolicy",
     "PayloadMatch",
     "RejectedDelivery",

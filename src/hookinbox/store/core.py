@@ -11,7 +11,8 @@ the outbox), ``store.reviews`` (rejected transitions awaiting review),
 (token bucket, slots and circuit of each destination), ``store.receipts`` (webhook
 answers per minute), ``store.erasure`` (a data subject's payloads, snippets and kept
 refusals' bodies), ``store.sealed_rows`` (sealed values counted per key and
-re-wrapped by ``hookinbox keys rotate``). Each is written once over the
+re-wrapped by ``hookinbox keys rotate``), ``store.catch_up`` (catch-up's cursor per
+source and its pages). Each is written once over the
 driver the URL picks; the journal and the queue also share the dialect's hot path.
 """
 
@@ -21,6 +22,7 @@ from hookinbox.errors import StoreNotFound
 from hookinbox.sealing import PLAINTEXT, Sealer
 from hookinbox.store.admin_sessions import AdminSessions
 from hookinbox.store.audit import Audit
+from hookinbox.store.catch_up import CatchUpCursors
 from hookinbox.store.destination_state import Destinations
 from hookinbox.store.dialect import POSTGRES
 from hookinbox.store.driver import Driver
@@ -76,6 +78,7 @@ class Store:
         self.admin_sessions = AdminSessions(driver)
         self.destinations = Destinations(driver)
         self.erasure = Erasure(driver)
+        self.catch_up = CatchUpCursors(driver, sealer)
 
     async def open(
         self, *, migrate: bool = True, create: bool = True, make_dirs: bool = False

@@ -83,9 +83,11 @@ def _by_event(event_id: str, source: str | None, decode_time: DecodeTime) -> Tx[
     return found
 
 
-def _reserve_inline(
+def reserve_and_apply(
     item: NewDelivery, applies: Sequence[InlineApply], decode_time: DecodeTime
 ) -> Tx[tuple[Reservation, list[ResourceOutcome]]]:
+    """One delivery reserved as the hot path reserves it, and its inline resource events
+    applied in the same transaction (the inline reservation, and a catch-up page)."""
     reservation = yield from reserve_one(item)
     if reservation.outcome == "duplicate":
         return reservation, []
@@ -119,6 +121,14 @@ def _search_params(query: DeliverySearch) -> dict[str, object]:
     return params
 
 
+def sealed_delivery(sealer: Sealer, item: NewDelivery) -> NewDelivery:
+    """The item with its body sealed for its delivery, when its source is sealed: every
+    path that reserves (a webhook's batch, an inline commit, a catch-up page) stores it so."""
+    if not sealer.seals(item.source):
+        return item
+    return replace(item, body=sealer.seal_always(item.body, sealing.payload_aad(item.id)))
+
+
 class Journal:
     def __init__(self, db: Driver, hot_path: HotPath, sealer: Sealer) -> None:
         self._db = db
@@ -126,10 +136,7 @@ class Journal:
         self._sealer = sealer
 
     def _sealed(self, item: NewDelivery) -> NewDelivery:
-        """The item with its body sealed for its delivery, when its source is sealed."""
-        if not self._sealer.seals(item.source):
-            return item
-        return replace(item, body=self._sealer.seal_always(item.body, sealing.payload_aad(item.id)))
+        return sealed_delivery(self._sealer, item)
 
     async def reserve_deliveries(
         self, items: Sequence[NewDelivery]
@@ -171,7 +178,7 @@ class Journal:
         database refuses one of the delivery's values."""
         item = self._sealed(item)
         try:
-            return await self._db.run(_reserve_inline(item, applies, self._db.decode_time))
+            return await self._db.run(reserve_and_apply(item, applies, self._db.decode_time))
         except Exception as exc:
             refused = self._db.rejected(exc)
             if refused is None:

@@ -308,6 +308,8 @@ class DeliveryView(Record):
     delivery_count: int
     conflicts: int
     payload_retained: bool
+    #: ``webhook`` (received) or ``catch_up`` (pulled from the provider's API).
+    origin: str
     jobs: tuple[JobView, ...] = field(default=())
     #: Set by list queries, which do not load the jobs themselves.
     job_states: tuple[JobState, ...] = field(default=())
@@ -335,6 +337,7 @@ class DeliveryView(Record):
             "conflicts": self.conflicts,
             "body_sha256": self.body_sha256,
             "payload_retained": self.payload_retained,
+            "origin": self.origin,
             "jobs": [job.as_json() for job in self.jobs],
         }
 

@@ -30,6 +30,41 @@ WHERE (delivery_id = $1 OR $1 IS NULL)
 ORDER BY id
 LIMIT $2;
 
+-- name: catch_up.get
+-- params: $1 source
+SELECT source, position, resume_after, resume_ceiling, version, updated_at, last_report
+FROM catch_up_cursors
+WHERE source = $1;
+
+-- name: catch_up.known
+-- params: $1 source, $2 ids
+SELECT event_id FROM deliveries WHERE source = $1 AND event_id = ANY($2);
+
+-- name: catch_up.list
+SELECT source, position, resume_after, resume_ceiling, version, updated_at, last_report
+FROM catch_up_cursors
+ORDER BY source;
+
+-- name: catch_up.lock
+-- params: $1 lock_key
+SELECT pg_advisory_xact_lock(hashtext($1)) AS locked;
+
+-- name: catch_up.mark_origin
+-- params: $1 origin, $2 ids
+UPDATE deliveries SET origin = $1 WHERE id = ANY($2);
+
+-- name: catch_up.save
+-- params: $1 source, $2 position, $3 resume_after, $4 resume_ceiling, $5 report, $6 version
+INSERT INTO catch_up_cursors (source, position, resume_after, resume_ceiling, version,
+                              updated_at, last_report)
+VALUES ($1, $2, $3, $4, 1, now(), $5)
+ON CONFLICT (source) DO UPDATE
+SET position = excluded.position, resume_after = excluded.resume_after,
+    resume_ceiling = excluded.resume_ceiling, version = catch_up_cursors.version + 1,
+    updated_at = excluded.updated_at, last_report = excluded.last_report
+WHERE catch_up_cursors.version = $6
+RETURNING version;
+
 -- name: core.count_rows
 SELECT (SELECT count(*) FROM deliveries) AS deliveries, (SELECT count(*) FROM jobs) AS jobs,
     (SELECT count(*) FROM payloads) AS payloads, (SELECT count(*) FROM effects) AS effects,
@@ -865,7 +900,7 @@ SELECT count(*) FROM (
 -- name: journal.get
 -- params: $1 ref, $2 source
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained
 FROM deliveries d
 WHERE d.id = $1 OR (d.event_id = $1 AND (d.source = $2 OR $2 IS NULL))
@@ -883,7 +918,7 @@ ORDER BY action;
 -- name: journal.list
 -- params: $1 source, $2 before, $3 status, $4 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE (d.source = $1 OR $1 IS NULL)
@@ -906,7 +941,7 @@ SELECT body FROM payloads WHERE delivery_id = $1;
 -- name: journal.payload_walk
 -- params: $1 floor, $2 ceiling, $3 before, $4 ref, $5 type, $6 source, $7 status, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states, p.body AS body
 FROM payloads p JOIN deliveries d ON d.id = p.delivery_id
 WHERE p.delivery_id >= $1 AND (p.delivery_id < $2 OR $2 IS NULL)
@@ -930,7 +965,7 @@ LIMIT $8;
 -- name: journal.search
 -- params: $1 type, $2 floor, $3 ceiling, $4 source, $5 status, $6 before, $7 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE (lower(d.event_type) LIKE $1 ESCAPE '\' OR $1 IS NULL)
@@ -952,7 +987,7 @@ LIMIT $7;
 -- name: journal.search_by_payload
 -- params: $1 floor, $2 ceiling, $3 needle, $4 payload_path, $5 payload_value, $6 type, $7 source, $8 status, $9 before, $10 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $1
@@ -976,7 +1011,7 @@ LIMIT $10;
 -- name: journal.search_by_ref
 -- params: $1 ref, $2 type, $3 floor, $4 ceiling, $5 source, $6 status, $7 before, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
@@ -1000,7 +1035,7 @@ LIMIT $8;
 -- name: journal.search_by_ref_by_payload
 -- params: $1 ref, $2 floor, $3 ceiling, $4 needle, $5 payload_path, $6 payload_value, $7 type, $8 source, $9 status, $10 before, $11 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
@@ -1026,7 +1061,7 @@ LIMIT $11;
 -- name: journal.search_by_ref_failed
 -- params: $1 ref, $2 type, $3 floor, $4 ceiling, $5 source, $6 status, $7 before, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
@@ -1051,7 +1086,7 @@ LIMIT $8;
 -- name: journal.search_by_ref_failed_by_payload
 -- params: $1 ref, $2 floor, $3 ceiling, $4 needle, $5 payload_path, $6 payload_value, $7 type, $8 source, $9 status, $10 before, $11 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
@@ -1078,7 +1113,7 @@ LIMIT $11;
 -- name: journal.search_by_ref_processing
 -- params: $1 ref, $2 type, $3 floor, $4 ceiling, $5 source, $6 status, $7 before, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
@@ -1103,7 +1138,7 @@ LIMIT $8;
 -- name: journal.search_by_ref_processing_by_payload
 -- params: $1 ref, $2 floor, $3 ceiling, $4 needle, $5 payload_path, $6 payload_value, $7 type, $8 source, $9 status, $10 before, $11 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
@@ -1130,7 +1165,7 @@ LIMIT $11;
 -- name: journal.search_failed
 -- params: $1 type, $2 floor, $3 ceiling, $4 source, $5 status, $6 before, $7 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
@@ -1153,7 +1188,7 @@ LIMIT $7;
 -- name: journal.search_failed_by_payload
 -- params: $1 floor, $2 ceiling, $3 needle, $4 payload_path, $5 payload_value, $6 type, $7 source, $8 status, $9 before, $10 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
@@ -1178,7 +1213,7 @@ LIMIT $10;
 -- name: journal.search_processing
 -- params: $1 type, $2 floor, $3 ceiling, $4 source, $5 status, $6 before, $7 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
@@ -1201,7 +1236,7 @@ LIMIT $7;
 -- name: journal.search_processing_by_payload
 -- params: $1 floor, $2 ceiling, $3 needle, $4 payload_path, $5 payload_value, $6 type, $7 source, $8 status, $9 before, $10 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')

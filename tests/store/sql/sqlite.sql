@@ -26,6 +26,36 @@ WHERE (delivery_id = :delivery_id OR :delivery_id IS NULL)
 ORDER BY id
 LIMIT :limit;
 
+-- name: catch_up.get
+SELECT source, position, resume_after, resume_ceiling, version, updated_at, last_report
+FROM catch_up_cursors
+WHERE source = :source;
+
+-- name: catch_up.known
+SELECT event_id FROM deliveries WHERE source = :source AND event_id IN (SELECT value FROM json_each(:ids));
+
+-- name: catch_up.list
+SELECT source, position, resume_after, resume_ceiling, version, updated_at, last_report
+FROM catch_up_cursors
+ORDER BY source;
+
+-- name: catch_up.lock
+SELECT NULL AS locked;
+
+-- name: catch_up.mark_origin
+UPDATE deliveries SET origin = :origin WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: catch_up.save
+INSERT INTO catch_up_cursors (source, position, resume_after, resume_ceiling, version,
+                              updated_at, last_report)
+VALUES (:source, :position, :resume_after, :resume_ceiling, 1, ((julianday('now') - 2440587.5) * 86400.0), :report)
+ON CONFLICT (source) DO UPDATE
+SET position = excluded.position, resume_after = excluded.resume_after,
+    resume_ceiling = excluded.resume_ceiling, version = catch_up_cursors.version + 1,
+    updated_at = excluded.updated_at, last_report = excluded.last_report
+WHERE catch_up_cursors.version = :version
+RETURNING version;
+
 -- name: core.count_rows
 SELECT (SELECT count(*) FROM deliveries) AS deliveries, (SELECT count(*) FROM jobs) AS jobs,
     (SELECT count(*) FROM payloads) AS payloads, (SELECT count(*) FROM effects) AS effects,
@@ -566,7 +596,7 @@ SELECT count(*) FROM (
 
 -- name: journal.get
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained
 FROM deliveries d
 WHERE d.id = :ref OR (d.event_id = :ref AND (d.source = :source OR :source IS NULL))
@@ -582,7 +612,7 @@ ORDER BY action;
 
 -- name: journal.list
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE (d.source = :source OR :source IS NULL)
@@ -603,7 +633,7 @@ SELECT body FROM payloads WHERE delivery_id = :id;
 
 -- name: journal.payload_walk
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states, p.body AS body
 FROM payloads p JOIN deliveries d ON d.id = p.delivery_id
 WHERE p.delivery_id >= :floor AND (p.delivery_id < :ceiling OR :ceiling IS NULL)
@@ -626,7 +656,7 @@ LIMIT :limit;
 
 -- name: journal.search
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
@@ -647,7 +677,7 @@ LIMIT :limit;
 
 -- name: journal.search_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
@@ -670,7 +700,7 @@ LIMIT :limit;
 
 -- name: journal.search_by_ref
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
@@ -693,7 +723,7 @@ LIMIT :limit;
 
 -- name: journal.search_by_ref_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
@@ -718,7 +748,7 @@ LIMIT :limit;
 
 -- name: journal.search_by_ref_failed
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
@@ -742,7 +772,7 @@ LIMIT :limit;
 
 -- name: journal.search_by_ref_failed_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
@@ -768,7 +798,7 @@ LIMIT :limit;
 
 -- name: journal.search_by_ref_processing
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
@@ -792,7 +822,7 @@ LIMIT :limit;
 
 -- name: journal.search_by_ref_processing_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
@@ -818,7 +848,7 @@ LIMIT :limit;
 
 -- name: journal.search_failed
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
@@ -840,7 +870,7 @@ LIMIT :limit;
 
 -- name: journal.search_failed_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
@@ -864,7 +894,7 @@ LIMIT :limit;
 
 -- name: journal.search_processing
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
@@ -886,7 +916,7 @@ LIMIT :limit;
 
 -- name: journal.search_processing_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')

@@ -4,7 +4,7 @@
 
 -- fragment: delivery_columns
 d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
-d.delivery_count, d.conflicts,
+d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained
 
 -- fragment: delivery_status
