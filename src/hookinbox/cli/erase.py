@@ -28,7 +28,7 @@ from hookinbox.cli.output import print_json
 @click.option(
     "--subject",
     required=True,
-    help="The subject's value as the source's `subject` pointer finds it (cus_123); "
+    help="The subject's value as the source's subject pointer finds it (cus_123); "
     "'-' reads it from standard input.",
 )
 @click.option("--source", default=None, help="Only this source's deliveries.")
