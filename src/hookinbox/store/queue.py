@@ -87,11 +87,13 @@ class Queue:
         self._hot = hot_path
 
     async def claim_due_jobs(
-        self, worker_id: str, limit: int, lease_seconds: float
+        self, worker_id: str, limit: int, lease_seconds: float, *, order_grace: float = 0.0
     ) -> list[ClaimedJob]:
         """Lease up to ``limit`` due jobs: accepted and due, or processing with an expired
-        lease and attempts left. Each claim counts an attempt."""
-        return await self._hot.claim(worker_id, limit, float(lease_seconds))
+        lease and attempts left. Each claim counts an attempt. A job of an ordered route
+        is due only at the head of its key, and once ``order_grace`` seconds old (a
+        worker passes ``[worker] order_grace_seconds``; docs/concepts/ordering.md)."""
+        return await self._hot.claim(worker_id, limit, float(lease_seconds), order_grace)
 
     async def renew_leases(self, leases: Mapping[str, str], lease_seconds: float) -> set[str]:
         """Renew every lease a worker holds (job id -> lease token) in one statement;
@@ -120,13 +122,19 @@ class Queue:
         worker_id: str,
         limit: int,
         lease_seconds: float,
+        *,
+        order_grace: float = 0.0,
     ) -> tuple[list[bool], list[ClaimedJob]]:
         """A worker's loop turn in ONE commit (one statement on PostgreSQL): what
         :meth:`settle_jobs` does to ``settlements`` (each lease checked on its own, the
         answers per settlement), then what :meth:`claim_due_jobs` does for ``limit``
         slots, never taking one of the jobs it has just settled."""
         return await self._hot.settle_and_claim(
-            [settle_params(s) for s in settlements], worker_id, limit, float(lease_seconds)
+            [settle_params(s) for s in settlements],
+            worker_id,
+            limit,
+            float(lease_seconds),
+            order_grace,
         )
 
     async def _settle_one(self, settlement: Settlement) -> bool:

@@ -89,6 +89,11 @@ class NewJob:
     action: str
     #: The attempts its route allows (a retry schedule's length + 1); None: the delivery's.
     max_attempts: int | None = None
+    #: An ordered route's key for this job (bounded, unique per route): jobs of one key
+    #: are claimed one at a time, in id order. None: the job runs unordered.
+    order_key: str | None = None
+    #: Whether a dead letter of this key holds it (``on_dead_letter = "hold"``).
+    order_hold: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -169,8 +169,13 @@ WHERE j.id IN (SELECT value FROM json_each(:ids));
 -- name: hot_path.due
 SELECT id, state FROM (
     SELECT * FROM (
-        SELECT id, state, next_attempt_at AS due_at FROM jobs
+        SELECT id, state, next_attempt_at AS due_at FROM jobs j
         WHERE state = 'accepted' AND next_attempt_at <= ((julianday('now') - 2440587.5) * 86400.0)
+          AND (j.order_key IS NULL OR (j.id < :horizon AND NOT EXISTS (
+              SELECT 1 FROM jobs e
+              WHERE e.order_key = j.order_key AND e.id < j.id
+                AND e.order_key IS NOT NULL AND e.state <> 'completed'
+                AND (e.state <> 'failed' OR e.order_hold = TRUE))))
         ORDER BY next_attempt_at LIMIT :limit)
     UNION ALL
     SELECT * FROM (
@@ -184,8 +189,13 @@ LIMIT :limit;
 -- name: hot_path.due_but_settled
 SELECT id, state FROM (
     SELECT * FROM (
-        SELECT id, state, next_attempt_at AS due_at FROM jobs
+        SELECT id, state, next_attempt_at AS due_at FROM jobs j
         WHERE state = 'accepted' AND next_attempt_at <= ((julianday('now') - 2440587.5) * 86400.0) AND NOT (id IN (SELECT value FROM json_each(:settled)))
+          AND (j.order_key IS NULL OR (j.id < :horizon AND NOT EXISTS (
+              SELECT 1 FROM jobs e
+              WHERE e.order_key = j.order_key AND e.id < j.id
+                AND e.order_key IS NOT NULL AND e.state <> 'completed'
+                AND (e.state <> 'failed' OR e.order_hold = TRUE))))
         ORDER BY next_attempt_at LIMIT :limit)
     UNION ALL
     SELECT * FROM (
@@ -249,9 +259,10 @@ ON CONFLICT (source, event_id) DO NOTHING
 RETURNING id;
 
 -- name: hot_path.insert_job
-INSERT INTO jobs (id, delivery_id, source, action, max_attempts, next_attempt_at,
-                  created_at, updated_at)
-VALUES (:id, :delivery_id, :source, :action, :max_attempts, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0));
+INSERT INTO jobs (id, delivery_id, source, action, max_attempts, order_key, order_hold,
+                  next_attempt_at, created_at, updated_at)
+VALUES (:id, :delivery_id, :source, :action, :max_attempts, :order_key, :order_hold, ((julianday('now') - 2440587.5) * 86400.0),
+        ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0));
 
 -- name: hot_path.insert_payload
 INSERT INTO payloads (delivery_id, body, headers) VALUES (:id, :body, :headers);
