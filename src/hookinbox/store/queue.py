@@ -23,6 +23,7 @@ from hookinbox.store.records import (
     DeadLetterCriteria,
     JobState,
     Settlement,
+    WaitingBehind,
 )
 from hookinbox.store.sql import WAKE, Sql, Tx, many, rows
 from hookinbox.store.statements import load_statements
@@ -48,6 +49,8 @@ _COUNT_DEAD = _SQL["count_dead"]
 _ATTEMPTS = _SQL["attempts"]
 #: Waits a target asked for (429/503 with Retry-After) that gave their attempt back.
 _TARGET_DEFERRALS = _SQL["target_deferrals"]
+#: The head of an ordered job's key that it waits behind, and how many are before it.
+_WAITING_BEHIND = _SQL["waiting_behind"]
 #: Attempts are never reset: a requeued job is granted ``:more`` attempts on top of those
 #: it spent, so attempt numbers count on across replays and retries (``attempts`` is
 #: every attempt the job ever made, ``max_attempts`` the last one it may make).
@@ -222,6 +225,12 @@ class Queue:
         """One job with its delivery's identity, or None."""
         found = await self._db.row(_GET_JOB, id=job_id)
         return JobDetail.from_row(found, self._db.decode_time) if found is not None else None
+
+    async def waiting_behind(self, job_id: str) -> WaitingBehind | None:
+        """The unfinished job of its key an ordered job waits behind (the key's head), or
+        None (not ordered, not waiting, or first of its key)."""
+        found = await self._db.row(_WAITING_BEHIND, id=job_id)
+        return None if found is None else WaitingBehind.from_row(found, self._db.decode_time)
 
     async def list_attempts(self, job_id: str) -> list[AttemptView]:
         """Every attempt of a job, oldest first."""

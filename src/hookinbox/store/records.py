@@ -252,6 +252,31 @@ class JobView(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class WaitingBehind(Record):
+    """The head of an ordered job's key, which the job waits behind (docs/concepts/ordering.md)."""
+
+    id: str
+    delivery_id: str
+    state: JobState
+    attempts: int
+    max_attempts: int
+    last_error: str | None
+    #: Unfinished jobs of the key before the waiting one (the head included).
+    ahead: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "job_id": self.id,
+            "delivery_id": self.delivery_id,
+            "state": self.state,
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "last_error": self.last_error,
+            "ahead": self.ahead,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class AttemptDetail:
     """What one attempt met, kept with it when it is settled (issue 12): never the
     payload that was sent, only where it went and what came back."""

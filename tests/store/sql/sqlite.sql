@@ -993,7 +993,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -1011,7 +1012,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -1029,7 +1031,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -1047,7 +1050,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.id = :id;
@@ -1076,6 +1080,20 @@ WHERE job_id = :id
   AND outcome = 'deferred'
   AND error_code IN (SELECT value FROM json_each(:codes));
 
+-- name: queue.waiting_behind
+SELECT h.id, h.delivery_id, h.state, h.attempts, h.max_attempts, h.last_error,
+    (SELECT count(*) FROM jobs a WHERE a.order_key = j.order_key AND a.id < j.id
+       AND a.order_key IS NOT NULL AND a.state <> 'completed'
+       AND (a.state <> 'failed' OR a.order_hold = TRUE)) AS ahead
+FROM jobs j
+JOIN jobs h ON h.order_key = j.order_key AND h.id < j.id
+WHERE j.id = :id
+  AND j.state IN ('accepted', 'failed')
+  AND h.order_key IS NOT NULL AND h.state <> 'completed'
+  AND (h.state <> 'failed' OR h.order_hold = TRUE)
+ORDER BY h.id
+LIMIT 1;
+
 -- name: reads.count_deliveries_without_jobs
 SELECT count(*)
 FROM deliveries d
@@ -1092,6 +1110,12 @@ SELECT count(*)
 FROM jobs
 WHERE state = 'failed'
   AND failed_at < ((julianday('now') - 2440587.5) * 86400.0) - :age;
+
+-- name: reads.count_held_keys
+SELECT count(DISTINCT order_key)
+FROM jobs
+WHERE order_key IS NOT NULL AND state <> 'completed'
+  AND state = 'failed' AND order_hold = TRUE;
 
 -- name: reads.count_stale_accepted
 SELECT count(*)
@@ -1185,6 +1209,17 @@ FROM jobs
 WHERE state = 'failed'
   AND failed_at < ((julianday('now') - 2440587.5) * 86400.0) - :age
 ORDER BY failed_at
+LIMIT :limit;
+
+-- name: reads.sample_held_keys
+SELECT j.id, j.delivery_id, j.source, 'holds its key (' || coalesce(j.last_error, '?') ||
+    '): ' || CAST((SELECT count(*) FROM jobs w WHERE w.order_key = j.order_key
+        AND w.id > j.id AND w.order_key IS NOT NULL AND w.state <> 'completed') AS text) ||
+    ' waiting' AS detail, j.failed_at AS since
+FROM jobs j
+WHERE j.order_key IS NOT NULL AND j.state <> 'completed'
+  AND j.state = 'failed' AND j.order_hold = TRUE
+ORDER BY j.failed_at
 LIMIT :limit;
 
 -- name: reads.sample_stale_accepted
