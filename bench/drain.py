@@ -1,5 +1,9 @@
 """Mode ``drain``: N no-op jobs already queued, then ONE worker process; jobs/s until empty.
 
+Each hookinbox store is drained twice in the same run: its plain route, and the same
+route ordered by customer (``hookinbox-pg-ordered``: ``order_key = "/data/customer"``,
+1,000 keys), so the report compares what ordering costs a drain.
+
 Each run starts from a fresh store. The queue is filled the genuine way: N deliveries
 (unique ids, signed) sent to the target's own receiver with workers off
 (``hookinbox serve --no-workers``; the peers' receivers in bench/peers/), which is then
@@ -55,6 +59,11 @@ POLL_S = 0.05
 STALL_S = 20.0
 FILL_CONNECTIONS = 32
 PROCRASTINATE_DRAIN_JOBS = 1_000
+#: A drain target's suffix for the same drain on an ordered route (``order_key`` by
+#: customer, 1,000 keys): ``hookinbox-pg-ordered``, ``hookinbox-sqlite-ordered``.
+ORDERED = "-ordered"
+#: The aim for an ordered route's drain against the unordered one in the same run.
+ORDERED_AIM = 0.7
 
 
 @dataclass
@@ -121,9 +130,16 @@ async def _setup(target: str, bench: Bench, run: int) -> _Setup:
             sql=PEER_SQL[target],
             probe=await Probe.open_pg(peer_db(target)),
         )
-    kind = "sqlite" if target == "hookinbox-sqlite" else "pg"
+    kind = "sqlite" if target.startswith("hookinbox-sqlite") else "pg"
     store = fresh_hookinbox_store(kind, f"drain_{kind}", tmp)
-    config = hookinbox_config(store, tmp, f"drain-{target}-{run}", bench.env, args.concurrency)
+    config = hookinbox_config(
+        store,
+        tmp,
+        f"drain-{target}-{run}",
+        bench.env,
+        args.concurrency,
+        ordered=target.endswith(ORDERED),
+    )
     level = args.hookinbox_log_level
     return _Setup(
         receiver=Proc(
@@ -229,7 +245,10 @@ async def bench_drain(target: str, bench: Bench) -> DrainResult:
             if queued != jobs:
                 result.notes.append(f"run {i + 1}: {queued:,} jobs queued for {jobs:,} accepted")
             run = await _drain(
-                setup, queued, max_s=max(120.0, jobs / 20), on_pg=target != "hookinbox-sqlite"
+                setup,
+                queued,
+                max_s=max(120.0, jobs / 20),
+                on_pg=not target.startswith("hookinbox-sqlite"),
             )
             run.fill_per_s = fill_rate
             result.runs.append(run)
@@ -267,14 +286,14 @@ def report(results: dict[str, DrainResult]) -> None:
     print("   start-up = worker spawn to the first job seen done (not in jobs/s)")
     print()
     hdr = (
-        f"{'target':<17} {'jobs':>6} {'jobs/s':>8} {'cpu s':>6} {'cpu us/job':>10} "
+        f"{'target':<24} {'jobs':>6} {'jobs/s':>8} {'cpu s':>6} {'cpu us/job':>10} "
         f"{'db us/job':>9} {'start-up s':>10}  runs (jobs/s)"
     )
     print(hdr)
     print("-" * len(hdr))
     for target, dr in results.items():
         if dr.unavailable is not None:
-            print(f"{target:<17} unavailable: {dr.unavailable.strip().splitlines()[0]}")
+            print(f"{target:<24} unavailable: {dr.unavailable.strip().splitlines()[0]}")
             continue
         if dr.runs:
             cpus = [r.cpu_s for r in dr.runs if r.cpu_s is not None]
@@ -285,11 +304,11 @@ def report(results: dict[str, DrainResult]) -> None:
             db = f"{statistics.median(db_per_job):9.0f}" if db_per_job else f"{'-':>9}"
             each = " ".join(f"{r.jobs_per_s:,.0f}" for r in dr.runs)
             print(
-                f"{target:<17} {dr.jobs:>6,} {dr.med('jobs_per_s'):>8,.0f} {cpu} {pj} {db} "
+                f"{target:<24} {dr.jobs:>6,} {dr.med('jobs_per_s'):>8,.0f} {cpu} {pj} {db} "
                 f"{dr.med('startup_s'):>10.2f}  {each}"
             )
         for note in dr.notes:
-            print(f"{'':<17} note: {note}")
+            print(f"{'':<24} note: {note}")
     pairs = [
         ("hookinbox-pg", "procrastinate"),
         ("hookinbox-pg", "pgqueuer"),
@@ -317,8 +336,15 @@ def report(results: dict[str, DrainResult]) -> None:
         rate = sq.med("jobs_per_s")
         verdict = "met" if rate >= 3000 else "NOT met"
         lines.append(f"  {'hookinbox-sqlite jobs/s':<50} {rate:,.0f}  aim >= 3,000: {verdict}")
+    for kind in ("pg", "sqlite"):
+        plain, ordered = results.get(f"hookinbox-{kind}"), results.get(f"hookinbox-{kind}{ORDERED}")
+        if plain and ordered and plain.runs and ordered.runs and plain.med("jobs_per_s"):
+            times = ordered.med("jobs_per_s") / plain.med("jobs_per_s")
+            verdict = "met" if times >= ORDERED_AIM else "NOT met"
+            label = f"hookinbox-{kind}{ORDERED} / hookinbox-{kind}"
+            lines.append(f"  {label:<50} {times:.2f}x  aim >= {ORDERED_AIM}x: {verdict}")
     if lines:
-        print("\nratios (median jobs/s; aims: issue 11):")
+        print("\nratios (median jobs/s; aims: issue 11; ordered: docs/concepts/ordering.md):")
         print("\n".join(lines))
 
 

@@ -550,13 +550,26 @@ def fresh_hookinbox_store(kind: str, role: str, tmp: Path) -> HookinboxStore:
     return HookinboxStore("sqlite", sqlite_path=path)
 
 
+#: What makes the bench's route an ordered one (docs/concepts/ordering.md): make_body's
+#: 1,000 customers are its keys, so a drain of 10,000 jobs holds 10 per key.
+ORDERED_ROUTE = 'order_key = "/data/customer"\n'
+
+
 def hookinbox_config(
-    store: HookinboxStore, tmp: Path, name: str, env: dict[str, str], concurrency: int
+    store: HookinboxStore,
+    tmp: Path,
+    name: str,
+    env: dict[str, str],
+    concurrency: int,
+    *,
+    ordered: bool = False,
 ) -> Path:
-    """Write the target's config and migrate its store; return the config path."""
+    """Write the target's config and migrate its store; return the config path.
+    ``ordered``: the route runs the jobs of one customer one at a time."""
     help_text = hookinbox_help()
     config = tmp / f"{name}.toml"
-    config.write_text(HOOKINBOX_CONFIG.format(database=store.url, concurrency=concurrency))
+    text = HOOKINBOX_CONFIG.format(database=store.url, concurrency=concurrency)
+    config.write_text(text + (ORDERED_ROUTE if ordered else ""))
     if any(ln.strip().startswith("migrate") for ln in help_text.splitlines()):
         run_checked(
             [str(HOOKINBOX), "migrate", "--config", str(config)], env, "`hookinbox migrate`"

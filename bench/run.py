@@ -241,7 +241,11 @@ def main() -> int:
                     piped[p.target] = p
                 if lt is not None:
                     lat[lt.target] = lt
-        drain_targets = [f"hookinbox-{k}" for k in args.stores] if "drain" in modes else []
+        drain_targets = (
+            [f"hookinbox-{k}{o}" for k in args.stores for o in ("", drain.ORDERED)]
+            if "drain" in modes
+            else []
+        )
         if "peers" in modes:
             drain_targets += args.peers
         for target in drain_targets:
