@@ -188,11 +188,11 @@ WITH
 waiting AS (
     SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs j
     WHERE state = 'accepted' AND next_attempt_at <= now()
-      AND (j.order_key IS NULL OR (j.id < $1 AND NOT EXISTS (
+      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < $1 AND NOT EXISTS (
           SELECT 1 FROM jobs e
           WHERE e.order_key = j.order_key AND e.id < j.id
             AND e.order_key IS NOT NULL AND e.state <> 'completed'
-            AND (e.state <> 'failed' OR e.order_hold))))
+            AND (e.state <> 'failed' OR e.order_hold))) END
     ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
 ),
 lapsed AS (
@@ -246,11 +246,11 @@ SELECT id, state FROM (
     SELECT * FROM (
         SELECT id, state, next_attempt_at AS due_at FROM jobs j
         WHERE state = 'accepted' AND next_attempt_at <= now()
-          AND (j.order_key IS NULL OR (j.id < $1 AND NOT EXISTS (
+          AND CASE WHEN j.order_key IS NULL THEN TRUE ELSE (j.id < $1 AND NOT EXISTS (
               SELECT 1 FROM jobs e
               WHERE e.order_key = j.order_key AND e.id < j.id
                 AND e.order_key IS NOT NULL AND e.state <> 'completed'
-                AND (e.state <> 'failed' OR e.order_hold = TRUE))))
+                AND (e.state <> 'failed' OR e.order_hold = TRUE))) END
         ORDER BY next_attempt_at LIMIT $2)
     UNION ALL
     SELECT * FROM (
@@ -267,11 +267,11 @@ SELECT id, state FROM (
     SELECT * FROM (
         SELECT id, state, next_attempt_at AS due_at FROM jobs j
         WHERE state = 'accepted' AND next_attempt_at <= now() AND NOT (id = ANY($1))
-          AND (j.order_key IS NULL OR (j.id < $2 AND NOT EXISTS (
+          AND CASE WHEN j.order_key IS NULL THEN TRUE ELSE (j.id < $2 AND NOT EXISTS (
               SELECT 1 FROM jobs e
               WHERE e.order_key = j.order_key AND e.id < j.id
                 AND e.order_key IS NOT NULL AND e.state <> 'completed'
-                AND (e.state <> 'failed' OR e.order_hold = TRUE))))
+                AND (e.state <> 'failed' OR e.order_hold = TRUE))) END
         ORDER BY next_attempt_at LIMIT $3)
     UNION ALL
     SELECT * FROM (
@@ -514,14 +514,14 @@ waiting AS (
     SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs j
     WHERE state = 'accepted' AND next_attempt_at <= now()
       AND NOT (id = ANY(ARRAY(SELECT s_id FROM settle)))
-      AND (j.order_key IS NULL OR (j.id < $2 AND NOT EXISTS (
+      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < $2 AND NOT EXISTS (
           SELECT 1 FROM jobs e
           WHERE e.order_key = j.order_key AND e.id < j.id
             AND e.order_key IS NOT NULL AND e.state <> 'completed'
             AND (e.state <> 'failed' OR e.order_hold)
             AND NOT EXISTS (
                 SELECT 1 FROM done WHERE done.id = e.id AND (done.s_state = 'completed'
-                    OR (done.s_state = 'failed' AND NOT e.order_hold))))))
+                    OR (done.s_state = 'failed' AND NOT e.order_hold))))) END
     ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED
 ),
 lapsed AS (

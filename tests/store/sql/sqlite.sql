@@ -171,11 +171,11 @@ SELECT id, state FROM (
     SELECT * FROM (
         SELECT id, state, next_attempt_at AS due_at FROM jobs j
         WHERE state = 'accepted' AND next_attempt_at <= ((julianday('now') - 2440587.5) * 86400.0)
-          AND (j.order_key IS NULL OR (j.id < :horizon AND NOT EXISTS (
+          AND CASE WHEN j.order_key IS NULL THEN TRUE ELSE (j.id < :horizon AND NOT EXISTS (
               SELECT 1 FROM jobs e
               WHERE e.order_key = j.order_key AND e.id < j.id
                 AND e.order_key IS NOT NULL AND e.state <> 'completed'
-                AND (e.state <> 'failed' OR e.order_hold = TRUE))))
+                AND (e.state <> 'failed' OR e.order_hold = TRUE))) END
         ORDER BY next_attempt_at LIMIT :limit)
     UNION ALL
     SELECT * FROM (
@@ -191,11 +191,11 @@ SELECT id, state FROM (
     SELECT * FROM (
         SELECT id, state, next_attempt_at AS due_at FROM jobs j
         WHERE state = 'accepted' AND next_attempt_at <= ((julianday('now') - 2440587.5) * 86400.0) AND NOT (id IN (SELECT value FROM json_each(:settled)))
-          AND (j.order_key IS NULL OR (j.id < :horizon AND NOT EXISTS (
+          AND CASE WHEN j.order_key IS NULL THEN TRUE ELSE (j.id < :horizon AND NOT EXISTS (
               SELECT 1 FROM jobs e
               WHERE e.order_key = j.order_key AND e.id < j.id
                 AND e.order_key IS NOT NULL AND e.state <> 'completed'
-                AND (e.state <> 'failed' OR e.order_hold = TRUE))))
+                AND (e.state <> 'failed' OR e.order_hold = TRUE))) END
         ORDER BY next_attempt_at LIMIT :limit)
     UNION ALL
     SELECT * FROM (

@@ -61,7 +61,8 @@ SELECT 'notify', NULL, NULL, NULL, false FROM notify;
 -- name: claim
 -- A job of an ordered route waits behind its key as in the portable claim
 -- (queries/hot_path.sql): no job of its key with a smaller id unfinished, its id older
--- than :horizon. Two workers claiming at once never take two jobs of one key: the
+-- than :horizon; written as a CASE so that the planner keeps walking jobs_due_idx (see
+-- there). Two workers claiming at once never take two jobs of one key: the
 -- earlier job is locked (skipped) or unfinished in both snapshots until its settle
 -- commits, and only then is the next one free.
 -- Due jobs come from two index scans, each locking with SKIP LOCKED (another worker's
@@ -75,11 +76,11 @@ WITH
 waiting AS (
     SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs j
     WHERE state = 'accepted' AND next_attempt_at <= {now}
-      AND (j.order_key IS NULL OR (j.id < :horizon AND NOT EXISTS (
+      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < :horizon AND NOT EXISTS (
           SELECT 1 FROM jobs e
           WHERE e.order_key = j.order_key AND e.id < j.id
             AND e.order_key IS NOT NULL AND e.state <> 'completed'
-            AND (e.state <> 'failed' OR e.order_hold))))
+            AND (e.state <> 'failed' OR e.order_hold))) END
     ORDER BY next_attempt_at LIMIT :limit FOR UPDATE SKIP LOCKED
 ),
 lapsed AS (
@@ -222,14 +223,14 @@ waiting AS (
     SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs j
     WHERE state = 'accepted' AND next_attempt_at <= {now}
       AND NOT (id = ANY(ARRAY(SELECT s_id FROM settle)))
-      AND (j.order_key IS NULL OR (j.id < :horizon AND NOT EXISTS (
+      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < :horizon AND NOT EXISTS (
           SELECT 1 FROM jobs e
           WHERE e.order_key = j.order_key AND e.id < j.id
             AND e.order_key IS NOT NULL AND e.state <> 'completed'
             AND (e.state <> 'failed' OR e.order_hold)
             AND NOT EXISTS (
                 SELECT 1 FROM done WHERE done.id = e.id AND (done.s_state = 'completed'
-                    OR (done.s_state = 'failed' AND NOT e.order_hold))))))
+                    OR (done.s_state = 'failed' AND NOT e.order_hold))))) END
     ORDER BY next_attempt_at LIMIT :limit FOR UPDATE SKIP LOCKED
 ),
 lapsed AS (
