@@ -1,5 +1,9 @@
 """Mode ``drain``: N no-op jobs already queued, then ONE worker process; jobs/s until empty.
 
+Each hookinbox store is drained twice in the same run: its plain route, and the same
+route ordered by customer (``hookinbox-pg-ordered``: ``order_key = "/data/customer"``,
+1,000 keys), so the report compares what ordering costs a drain.
+
 Each run starts from a fresh store. The queue is filled the genuine way: N deliveries
 (unique ids, signed) sent to the target's own receiver with workers off
 (``hookinbox serve --no-workers``; the peers' receivers in bench/peers/), which is then
@@ -49,6 +53,11 @@ POLL_S = 0.05
 STALL_S = 20.0
 FILL_CONNECTIONS = 32
 PROCRASTINATE_DRAIN_JOBS = 1_000
+#: A drain target's suffix for the same drain on an ordered route (``order_key`` by
+#: customer, 1,000 keys): ``hookinbox-pg-ordered``, ``hookinbox-sqlite-ordered``.
+ORDERED = "-ordered"
+#: The aim for an ordered route's drain against the unordered one in the same run.
+ORDERED_AIM = 0.7
 
 
 @dataclass
@@ -122,6 +131,7 @@ async def _setup(target: str, bench: Bench, run: int) -> _Setup:
         bench.env,
         args.concurrency,
         sealed=target.endswith(SEALED_SUFFIX),
+        ordered=target.endswith(ORDERED),
     )
     level = args.hookinbox_log_level
     return _Setup(
@@ -158,14 +168,20 @@ async def _fill(setup: _Setup, bench: Bench, jobs: int) -> float:
     return r.sent / r.elapsed_s
 
 
-#: The server processes that keep each target's queue (their CPU is the "db" column).
-STORE_PROCESSES: dict[str, tuple[bytes, ...]] = {
-    "hookinbox-pg": (b"postgres",),
-    "hookinbox-pg-sealed": (b"postgres",),
+#: The server processes that keep each peer's queue (their CPU is the "db" column).
+PEER_STORE_PROCESSES: dict[str, tuple[bytes, ...]] = {
     "procrastinate": (b"postgres",),
     "pgqueuer": (b"postgres",),
     "celery": (b"beam.smp",),
 }
+
+
+def store_processes(target: str) -> tuple[bytes, ...] | None:
+    """The server processes whose CPU is the target's store's: PostgreSQL's for every
+    hookinbox-pg target, none for SQLite (in the worker's own process)."""
+    if target in PEER_STORE_PROCESSES:
+        return PEER_STORE_PROCESSES[target]
+    return (b"postgres",) if store_kind_of(target) == "pg" else None
 
 
 async def _drain(
@@ -243,7 +259,7 @@ async def bench_drain(target: str, bench: Bench) -> DrainResult:
             if queued != jobs:
                 result.notes.append(f"run {i + 1}: {queued:,} jobs queued for {jobs:,} accepted")
             run = await _drain(
-                setup, queued, max_s=max(120.0, jobs / 20), store=STORE_PROCESSES.get(target)
+                setup, queued, max_s=max(120.0, jobs / 20), store=store_processes(target)
             )
             run.fill_per_s = fill_rate
             result.runs.append(run)
@@ -282,14 +298,14 @@ def report(results: dict[str, DrainResult]) -> None:
     print("   start-up = worker spawn to the first job seen done (not in jobs/s)")
     print()
     hdr = (
-        f"{'target':<23} {'jobs':>6} {'jobs/s':>8} {'cpu s':>6} {'cpu us/job':>10} "
+        f"{'target':<24} {'jobs':>6} {'jobs/s':>8} {'cpu s':>6} {'cpu us/job':>10} "
         f"{'db us/job':>9} {'start-up s':>10}  runs (jobs/s)"
     )
     print(hdr)
     print("-" * len(hdr))
     for target, dr in results.items():
         if dr.unavailable is not None:
-            print(f"{target:<23} unavailable: {dr.unavailable.strip().splitlines()[0]}")
+            print(f"{target:<24} unavailable: {dr.unavailable.strip().splitlines()[0]}")
             continue
         if dr.runs:
             cpus = [r.cpu_s for r in dr.runs if r.cpu_s is not None]
@@ -300,11 +316,11 @@ def report(results: dict[str, DrainResult]) -> None:
             db = f"{statistics.median(db_per_job):9.0f}" if db_per_job else f"{'-':>9}"
             each = " ".join(f"{r.jobs_per_s:,.0f}" for r in dr.runs)
             print(
-                f"{target:<23} {dr.jobs:>6,} {dr.med('jobs_per_s'):>8,.0f} {cpu} {pj} {db} "
+                f"{target:<24} {dr.jobs:>6,} {dr.med('jobs_per_s'):>8,.0f} {cpu} {pj} {db} "
                 f"{dr.med('startup_s'):>10.2f}  {each}"
             )
         for note in dr.notes:
-            print(f"{'':<23} note: {note}")
+            print(f"{'':<24} note: {note}")
     pairs = [
         ("hookinbox-pg", "procrastinate"),
         ("hookinbox-pg", "pgqueuer"),
@@ -341,8 +357,15 @@ def report(results: dict[str, DrainResult]) -> None:
         rate = sq.med("jobs_per_s")
         verdict = "met" if rate >= 3000 else "NOT met"
         lines.append(f"  {'hookinbox-sqlite jobs/s':<50} {rate:,.0f}  aim >= 3,000: {verdict}")
+    for kind in ("pg", "sqlite"):
+        plain, ordered = results.get(f"hookinbox-{kind}"), results.get(f"hookinbox-{kind}{ORDERED}")
+        if plain and ordered and plain.runs and ordered.runs and plain.med("jobs_per_s"):
+            times = ordered.med("jobs_per_s") / plain.med("jobs_per_s")
+            verdict = "met" if times >= ORDERED_AIM else "NOT met"
+            label = f"hookinbox-{kind}{ORDERED} / hookinbox-{kind}"
+            lines.append(f"  {label:<50} {times:.2f}x  aim >= {ORDERED_AIM}x: {verdict}")
     if lines:
-        print("\nratios (median jobs/s; aims: issue 11):")
+        print("\nratios (median jobs/s; aims: issue 11; ordered: docs/concepts/ordering.md):")
         print("\n".join(lines))
 
 

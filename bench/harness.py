@@ -567,6 +567,11 @@ def store_kind_of(target: str) -> str:
     return "sqlite" if target.startswith("hookinbox-sqlite") else "pg"
 
 
+#: What makes the bench's route an ordered one (docs/concepts/ordering.md): make_body's
+#: 1,000 customers are its keys, so a drain of 10,000 jobs holds 10 per key.
+ORDERED_ROUTE = 'order_key = "/data/customer"\n'
+
+
 def hookinbox_config(
     store: HookinboxStore,
     tmp: Path,
@@ -575,12 +580,16 @@ def hookinbox_config(
     concurrency: int,
     *,
     sealed: bool = False,
+    ordered: bool = False,
 ) -> Path:
-    """Write the target's config and migrate its store; return the config path."""
+    """Write the target's config and migrate its store; return the config path.
+    ``ordered``: the route runs the jobs of one customer one at a time; ``sealed``: bodies
+    and snippets sealed at rest."""
     help_text = hookinbox_help()
     config = tmp / f"{name}.toml"
     text = HOOKINBOX_CONFIG.format(database=store.url, concurrency=concurrency)
-    config.write_text(text + (SEALED_CONFIG if sealed else ""))
+    # The route's key first (the config ends in the route's table), then a table of its own.
+    config.write_text(text + (ORDERED_ROUTE if ordered else "") + (SEALED_CONFIG if sealed else ""))
     if any(ln.strip().startswith("migrate") for ln in help_text.splitlines()):
         run_checked(
             [str(HOOKINBOX), "migrate", "--config", str(config)], env, "`hookinbox migrate`"

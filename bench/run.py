@@ -262,7 +262,11 @@ def main() -> int:
                 if lt is not None:
                     lat[lt.target] = lt
         drain_targets = (
-            [f"hookinbox-{k}{sealed}" for k in args.stores for sealed in ("", SEALED_SUFFIX)]
+            [
+                f"hookinbox-{k}{suffix}"
+                for k in args.stores
+                for suffix in ("", SEALED_SUFFIX, drain.ORDERED)
+            ]
             if "drain" in modes
             else []
         )

@@ -1,6 +1,6 @@
 """Which routes take a delivery: its event type (globs, matched once per type) and then
 each route's ``filter`` (:mod:`hookinbox.config.filters`) over the parsed body and the
-kept headers.
+kept headers; and an ordered route's key for the job it makes (:func:`order_key_of`).
 
 Evaluated once per delivery, in the receiver, before the reservation: the jobs written
 with the journal row are those of the routes that passed. A route without a filter costs
@@ -11,13 +11,14 @@ body and headers to say which route took or skipped an event, and why.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hookinbox.config import Config, Route, Source
+from hookinbox.config import ORDER_HEADER, Config, Route, Source
 from hookinbox.config.filters import Condition
 from hookinbox.errors import ConfigError
-from hookinbox.payload import MISSING, resolve_pointer
+from hookinbox.payload import MISSING, resolve_pointer, string_at
 
 
 def json_equal(left: Any, right: Any) -> bool:
@@ -114,3 +115,23 @@ def explain(
             }
         )
     return rows
+
+
+def order_key_of(
+    source: str, route: Route, payload: Mapping[str, Any], headers: Mapping[str, str]
+) -> str | None:
+    """The key an ordered route's job is held by: a hash of the source, the action and
+    the value its ``order_key`` reads (lower-case ``headers``), so two routes' keys never
+    meet, the column stays 64 characters whatever the value, and the customer id or
+    whatever the key names is not stored in the clear. None: the route is not ordered,
+    or the delivery has no such value (the job runs unordered)."""
+    spec = route.order_key
+    if spec is None:
+        return None
+    if spec.startswith(ORDER_HEADER):
+        value = headers.get(spec[len(ORDER_HEADER) :]) or None
+    else:
+        value = string_at(payload, spec)
+    if value is None:
+        return None
+    return hashlib.sha256(f"{source}\x1f{route.action}\x1f{value}".encode()).hexdigest()

@@ -50,6 +50,7 @@ async def test_empty_store_reports_nothing(store: Store, db_url: str) -> None:
         "deliveries_without_jobs",
         "unrecorded_effects",
         "unreviewed_transitions",
+        "held_keys",
     }
     purged = await ops.purge(store, config)
     assert [s.deleted for s in purged.steps] == [0, 0, 0]
@@ -254,6 +255,7 @@ async def test_reconcile_finds_each_kind(store: Store, db_url: str) -> None:
         "deliveries_without_jobs": 1,
         "unrecorded_effects": 0,
         "unreviewed_transitions": 0,
+        "held_keys": 0,
     }
     unrouted = next(f for f in report.findings if f.check == "deliveries_without_jobs")
     assert unrouted.items[0]["detail"] == "crm.lead.created"

@@ -89,9 +89,9 @@ async def test_a_worker_claims_the_slots_a_settle_batch_frees_in_the_same_call(
     for name in ("claim_due_jobs", "settle_jobs", "settle_and_claim"):
         real = getattr(store.queue, name)
 
-        async def counted(*args: Any, _real: Any = real, _name: str = name) -> Any:
+        async def counted(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
             calls[_name] += 1
-            return await _real(*args)
+            return await _real(*args, **kw)
 
         setattr(store.queue, name, counted)
     try:

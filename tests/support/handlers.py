@@ -24,6 +24,8 @@ def reset() -> None:
     PAYLOADS.clear()
     HEADERS.clear()
     FINISHED.clear()
+    ORDERED.clear()
+    FAIL_ORDERED.clear()
 
 
 async def count(event: Event, ctx: JobContext) -> str:
@@ -138,3 +140,35 @@ def record_to_file(event: Event, ctx: Any) -> None:
         os.write(fd, f"{event.source} {event.event_id}\n".encode())
     finally:
         os.close(fd)
+
+
+# -- ordered routes --------------------------------------------------------------------
+#: Each call of ``ordered``: (key, delivery id, start, end, pid), in the order they ended.
+ORDERED: list[tuple[str, str, float, float, int]] = []
+#: Event ids ``ordered`` fails for while they are in this set.
+FAIL_ORDERED: set[str] = set()
+
+
+async def ordered(event: Event, ctx: JobContext) -> None:
+    """Records each call by the event's ``data.customer`` (its order key), for a little
+    while so that two calls of one key would overlap if they ran at once. With
+    ``HB_TEST_ORDER_LOG`` set (worker processes), each call is a line appended to that
+    file, written in one ``write`` (O_APPEND: lines of processes never interleave)."""
+    if event.event_id in FAIL_ORDERED:
+        CALLS[event.event_id] += 1
+        raise CrmUnavailable("asked to fail")
+    start = time.time()
+    await asyncio.sleep(0.005)
+    end = time.time()
+    key = str(event.payload["data"]["customer"])
+    CALLS[event.event_id] += 1
+    path = os.environ.get("HB_TEST_ORDER_LOG")
+    if path:
+        line = f"{key}\t{event.delivery_id}\t{event.event_id}\t{start}\t{end}\t{os.getpid()}\n"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+    else:
+        ORDERED.append((key, event.delivery_id, start, end, os.getpid()))

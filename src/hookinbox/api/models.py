@@ -256,6 +256,9 @@ class Job(_Output):
     max_attempts: int
     last_error: str | None
     attempt_history: list[dict[str, Any]]
+    waiting_behind: dict[str, Any] | None = Field(
+        None, description="An ordered job's key head it waits behind (job_id, delivery_id, ...)"
+    )
 
 
 class TracedDelivery(_Output):
@@ -281,6 +284,9 @@ class DeadLetter(_Output):
     payload_retained: bool
     failed_at: str | None
     review_deadline: str | None
+    holds_key: bool = Field(
+        False, description="An ordered route's dead letter that holds its key (on_dead_letter)"
+    )
 
 
 class DeadLetterList(_Output):

@@ -63,6 +63,16 @@ def trace(config_path: str | None, event_id: str, source: str | None, as_json: b
                 f"attempts={job['attempts']}/{job['max_attempts']}  "
                 f"business_id={job['business_id'] or '-'}"
             )
+            behind = job["waiting_behind"]
+            if behind is not None:
+                lines += wrapped_line(
+                    f"waiting behind {behind['delivery_id']}  (its key's job "
+                    f"{behind['job_id']}  state={behind['state']}  "
+                    f"attempts={behind['attempts']}/{behind['max_attempts']}  "
+                    f"last_error={behind['last_error'] or '-'}; {behind['ahead']} ahead)",
+                    indent="    ",
+                    hanging="        ",
+                )
             for a in job["attempt_history"]:
                 lines += wrapped_line(attempt_line(a), indent="    ", hanging="        ")
         for effect in data["effects"]:

@@ -12,6 +12,7 @@ from hookinbox.config.fields import parse_duration
 from hookinbox.config.model import (
     CONFIG_ENV,
     DEFAULT_CONFIG_PATH,
+    ORDER_HEADER,
     Config,
     Route,
     Server,
@@ -27,6 +28,7 @@ from hookinbox.config.model import (
 __all__ = [
     "CONFIG_ENV",
     "DEFAULT_CONFIG_PATH",
+    "ORDER_HEADER",
     "Config",
     "Route",
     "Server",

@@ -46,6 +46,7 @@ from hookinbox.config.resources import (
     check_resource_routes,
 )
 from hookinbox.config.schemes import (
+    FORBIDDEN_HEADERS,
     FORM_SCHEMES,
     SCHEME_NAMES,
     CredentialsOptions,
@@ -68,6 +69,8 @@ CONFIG_ENV = "HOOKINBOX_CONFIG"
 
 #: Keys that would put a secret into the file itself. Refused wherever they appear.
 _SECRET_KEYS = frozenset({"secret", "secrets", "signing_secret", "webhook_secret", "api_key"})
+#: ``order_key = "header:NAME"``: the key is a request header's value.
+ORDER_HEADER = "header:"
 _SECRET_VALUE = re.compile(r"^(whsec_|whpk_|whsk_|sk_live_|sk_test_|xoxb-|xoxp-)")
 
 
@@ -97,6 +100,32 @@ class Route(Frozen):
     #: Statuses of a forward's target that no retry can help: the job goes straight to
     #: the dead letters with ``http_<status>`` (see config.delivery).
     dead_letter_on: tuple[Annotated[int, Field(strict=True)], ...] = ()
+    #: Jobs of this route that share a key run one at a time, in reservation order,
+    #: while other keys run in parallel (docs/concepts/ordering.md): a JSON pointer into
+    #: the body (``/data/object/id``) or ``header:NAME``. A delivery without the key runs
+    #: unordered. Unset: every job of the route may run at once.
+    order_key: str | None = Field(default=None, max_length=300)
+    #: An ordered route's dead letter: ``release`` lets the next job of its key run;
+    #: ``hold`` keeps the key held until an operator retries (or the retention drops)
+    #: the dead job.
+    on_dead_letter: Literal["release", "hold"] = "release"
+
+    @field_validator("order_key")
+    @classmethod
+    def _order_key(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if value.startswith("/"):
+            return check_pointer(value)
+        if value.lower().startswith(ORDER_HEADER):
+            name = check_header_name(value[len(ORDER_HEADER) :].strip())
+            if name in FORBIDDEN_HEADERS:
+                raise ValueError(
+                    f"header {name!r} is a credential or a signature; routes never read it"
+                )
+            return ORDER_HEADER + name
+        raise ValueError(f"{value!r} is neither a JSON pointer (/data/object/id) nor 'header:NAME'")
+
     #: Fields replaced before the payload is stored when this route takes the event (JSON
     #: pointers, ``*`` over one level of keys), on top of the source's own ``redact``.
     redact: tuple[str, ...] = ()
@@ -138,6 +167,8 @@ class Route(Frozen):
             )
         if self.forward is None and self.destination is None and self.dead_letter_on:
             raise ValueError("dead_letter_on applies to forward routes (HTTP statuses)")
+        if self.on_dead_letter == "hold" and self.order_key is None:
+            raise ValueError("on_dead_letter = 'hold' holds a key: it needs order_key")
         return self
 
     def attempts(self, worker: Worker) -> int:
@@ -362,6 +393,11 @@ class Worker(Frozen):
     retry_after_max_seconds: float = Field(default=3600.0, gt=0, le=86400)
     #: How many such waits per job spend no attempt; past them each one spends one.
     free_deferrals: int = Field(default=5, ge=0, le=100)
+    #: A job of an ordered route (``order_key``) is claimed only once its delivery id is
+    #: this old: a reservation made earlier (by another receiver, or a batch still on its
+    #: way) commits within it, so no earlier job of the key can appear after a later one
+    #: ran. It must exceed the receivers' clock skew plus a reservation's commit time.
+    order_grace_seconds: float = Field(default=1.0, ge=0, le=60)
 
     @model_validator(mode="after")
     def _backoff_order(self) -> Worker:

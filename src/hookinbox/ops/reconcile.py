@@ -4,9 +4,9 @@ A report is the list of :data:`CHECKS`, each run on its own, each answering how 
 which (a few samples with ids). The defaults cover the pipeline: jobs processing past
 their lease, accepted jobs older than ``accepted_too_old``, dead letters past their review
 deadline, deliveries with no job though a route now matches, effects started and never
-recorded. A caller adds others (tracked resources add theirs, see
-:class:`hookinbox.ops.views.OperatorViews`): any object with ``name``, ``title`` and
-``async run(store, config, limit) -> Finding``.
+recorded, keys of ordered routes a dead letter holds. A caller adds others (tracked
+resources add theirs, see :class:`hookinbox.ops.views.OperatorViews`): any object with
+``name``, ``title`` and ``async run(store, config, limit) -> Finding``.
 """
 
 from __future__ import annotations
@@ -122,6 +122,11 @@ PIPELINE_CHECKS: tuple[ReconcileCheck, ...] = (
         "unrecorded_effects",
         "effects started and never recorded (older than operations.accepted_too_old)",
         lambda config: config.operations.accepted_too_old,
+    ),
+    StoreCheck(
+        "held_keys",
+        "keys of ordered routes held by a dead letter (on_dead_letter = 'hold'):"
+        " retry it to release them",
     ),
     StoreCheck(
         "unreviewed_transitions",

@@ -24,6 +24,7 @@ from hookinbox.store import (
     JobView,
     OperatorAction,
     Store,
+    WaitingBehind,
     iso,
 )
 from hookinbox.verify.bodies import body_format
@@ -36,9 +37,16 @@ TraceLayer = Callable[[Store, DeliveryView], Awaitable[list[dict[str, Any]]]]
 class TracedJob:
     job: JobView
     attempts: list[AttemptView]
+    #: An ordered job held by an earlier job of its key: that job (the key's head).
+    waiting_behind: WaitingBehind | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {**self.job.as_json(), "attempt_history": [a.as_json() for a in self.attempts]}
+        behind = self.waiting_behind
+        return {
+            **self.job.as_json(),
+            "attempt_history": [a.as_json() for a in self.attempts],
+            "waiting_behind": behind.as_json() if behind is not None else None,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,13 +111,26 @@ async def trace(
         raise NotFound(f"no delivery of event id {event_id!r}{where}")
     traced = []
     for delivery in deliveries:
-        jobs = [TracedJob(job, await store.queue.list_attempts(job.id)) for job in delivery.jobs]
+        jobs = [
+            TracedJob(
+                job,
+                await store.queue.list_attempts(job.id),
+                await store.queue.waiting_behind(job.id) if _may_wait(job) else None,
+            )
+            for job in delivery.jobs
+        ]
         effects = await store.effects.list_effects([job.id for job in delivery.jobs])
         actions = await store.audit.list_operator_actions(delivery_id=delivery.id)
         extra = {name: await layer(store, delivery) for name, layer in layers.items()}
         routes = await _routes(store, config, delivery)
         traced.append(DeliveryTrace(delivery, jobs, effects, actions, extra, routes))
     return TraceReport(event_id, source, traced)
+
+
+def _may_wait(job: JobView) -> bool:
+    """Only a job that is not running can be waiting behind its key (a dead letter of a
+    held key may have been retried behind another)."""
+    return job.state in ("accepted", "failed")
 
 
 def _effect_json(effect: EffectRecord) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from hookinbox.receive.batcher import ReservationBatcher
 from hookinbox.receive.rejected_keeper import RejectedKeeper
 from hookinbox.redaction import Redaction, keyed_hash, payload_bytes, without_signatures
 from hookinbox.resources.service import ResourceRoutes, log_outcome
-from hookinbox.routing import check_filters, filtered
+from hookinbox.routing import check_filters, filtered, order_key_of
 from hookinbox.store import InlineApply, NewDelivery, NewJob, Reservation, Store
 from hookinbox.tracing import TRACEPARENT, Tracing
 from hookinbox.verify import edge
@@ -138,6 +138,12 @@ class Receiver:
             name for name, source in config.sources.items() if any(r.filter for r in source.routes)
         }
         self._routes_cache: dict[tuple[str, str], list[Route]] = {}
+        #: Sources with an ordered route: only their jobs get a key.
+        self._ordered = {
+            name
+            for name, source in config.sources.items()
+            if any(r.order_key for r in source.routes)
+        }
         self.batcher = ReservationBatcher(
             store,
             max_batch=config.server.batch_max,
@@ -182,9 +188,13 @@ class Receiver:
             body_sha256=hashlib.sha256(body).hexdigest(),
             body=stored,
             headers=kept,
-            jobs=tuple(
-                NewJob(job_id(delivery_id, r.action), r.action, r.attempts(self._config.worker))
-                for r in routes
+            jobs=(
+                self._ordered_jobs(source_name, delivery_id, routes, event.payload, headers)
+                if source_name in self._ordered
+                else tuple(
+                    NewJob(job_id(delivery_id, r.action), r.action, r.attempts(self._config.worker))
+                    for r in routes
+                )
             ),
             max_attempts=self._config.worker.max_attempts,
             subject_hash=subject_hash,
@@ -296,6 +306,27 @@ class Receiver:
                 span.set("hookinbox.delivery_id", receipt.delivery_id)
             span.set("hookinbox.outcome", receipt.status)
             return receipt
+
+    def _ordered_jobs(
+        self,
+        source_name: str,
+        delivery_id: str,
+        routes: list[Route],
+        payload: Mapping[str, Any],
+        headers: Mapping[str, str],
+    ) -> tuple[NewJob, ...]:
+        """The jobs of a source with an ordered route, each with its key (computed once,
+        here, and stored with the job: the claim only compares it)."""
+        return tuple(
+            NewJob(
+                job_id(delivery_id, r.action),
+                r.action,
+                r.attempts(self._config.worker),
+                order_key_of(source_name, r, payload, headers),
+                r.on_dead_letter == "hold",
+            )
+            for r in routes
+        )
 
     def max_body_bytes(self, source_name: str) -> int:
         source = self._config.source(source_name)

@@ -60,6 +60,7 @@ from hookinbox.store.records import (
     Reservation,
     Settlement,
     SettleOutcome,
+    WaitingBehind,
     iso,
 )
 from hookinbox.store.rejected_deliveries import NewRejected, RejectedDelivery
@@ -153,6 +154,7 @@ __all__ = [
     "TransitionReview",
     "TransitionRules",
     "TransitionView",
+    "WaitingBehind",
     "iso",
     "open_store_for",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ import orjson
 
 from hookinbox.codes import AttemptOutcome, JobCode
 from hookinbox.errors import StoreError
+from hookinbox.ids import delivery_id_floor
 from hookinbox.store.records import (
     AttemptDetail,
     ClaimedJob,
@@ -101,6 +103,8 @@ def jobs_params(items: Sequence[NewDelivery]) -> list[dict[str, Any]]:
             "source": item.source,
             "action": job.action,
             "max_attempts": job.max_attempts or item.max_attempts,
+            "order_key": job.order_key,
+            "order_hold": job.order_hold,
         }
         for item in items
         for job in item.jobs
@@ -166,17 +170,33 @@ def reserve_batch(items: Sequence[NewDelivery]) -> Tx[list[Reservation]]:
 LEASE_EXPIRED = {"outcome": AttemptOutcome.LEASE_EXPIRED, "error": JobCode.LEASE_EXPIRED}
 
 
+def order_horizon(order_grace: float) -> str:
+    """The ``:horizon`` of a claim: a job of an ordered route is claimed only if its id is
+    below it, i.e. made more than ``order_grace`` seconds ago (by the receiver's clock,
+    ids being time-ordered). No grace: a floor a day ahead, which every id is below."""
+    if order_grace <= 0:
+        return delivery_id_floor(time.time() + 86400)
+    return delivery_id_floor(time.time() - order_grace)
+
+
 def claim(
-    worker: str, limit: int, lease_seconds: float, token: str, settled: Sequence[str] = ()
+    worker: str,
+    limit: int,
+    lease_seconds: float,
+    token: str,
+    settled: Sequence[str] = (),
+    horizon: str = "",
 ) -> Tx[list[ClaimedJob]]:
     """Lease up to ``limit`` due jobs, none of ``settled`` (jobs this transaction settled);
     a lapsed lease taken over first gets its attempt written, from the old lease, as
     lease-expired. The ids are read once: SQLite's clock moves between statements, and a
-    second ``{now}`` could find another set."""
+    second ``{now}`` could find another set. A job of an ordered route waits behind its
+    key (queries/hot_path.sql); ``horizon``: :func:`order_horizon`."""
+    horizon = horizon or order_horizon(0)
     if settled:
-        due = yield rows(_DUE_BUT_SETTLED, limit=limit, settled=list(settled))
+        due = yield rows(_DUE_BUT_SETTLED, limit=limit, settled=list(settled), horizon=horizon)
     else:
-        due = yield rows(_DUE, limit=limit)
+        due = yield rows(_DUE, limit=limit, horizon=horizon)
     if not due:
         return []
     lapsed = [job["id"] for job in due if job["state"] == "processing"]
@@ -250,13 +270,19 @@ def _ids(batch: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def settle_and_claim(
-    batch: Sequence[Mapping[str, Any]], worker: str, limit: int, lease_seconds: float, token: str
+    batch: Sequence[Mapping[str, Any]],
+    worker: str,
+    limit: int,
+    lease_seconds: float,
+    token: str,
+    horizon: str = "",
 ) -> Tx[tuple[list[bool], list[ClaimedJob]]]:
     """A worker's loop turn in one transaction (one commit): the attempts that ended are
     settled (:func:`settle`), then up to ``limit`` due jobs claimed for the slots they
-    freed (:func:`claim`), none of the jobs just settled."""
+    freed (:func:`claim`), none of the jobs just settled (the next job of a key whose
+    head just completed may be one of them: the settle is already visible)."""
     answers = yield from settle(batch)
-    claimed = yield from claim(worker, limit, lease_seconds, token, _ids(batch))
+    claimed = yield from claim(worker, limit, lease_seconds, token, _ids(batch), horizon)
     return answers, claimed
 
 
@@ -280,8 +306,20 @@ class HotPath:
         """Every item in ONE commit, answered in item order."""
         return await self._db.run(reserve_batch(items))
 
-    async def claim(self, worker_id: str, limit: int, lease_seconds: float) -> list[ClaimedJob]:
-        return await self._db.run(claim(worker_id, limit, lease_seconds, new_lease_token()))
+    async def claim(
+        self, worker_id: str, limit: int, lease_seconds: float, order_grace: float = 0.0
+    ) -> list[ClaimedJob]:
+        """``order_grace``: how old a job of an ordered route must be to be claimed
+        (:func:`order_horizon`)."""
+        return await self._db.run(
+            claim(
+                worker_id,
+                limit,
+                lease_seconds,
+                new_lease_token(),
+                horizon=order_horizon(order_grace),
+            )
+        )
 
     async def settle(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
         """Settle leased jobs (:func:`settle_params`) in ONE commit; per item, whether
@@ -289,12 +327,24 @@ class HotPath:
         return await self._db.run(settle(batch))
 
     async def settle_and_claim(
-        self, batch: Sequence[Mapping[str, Any]], worker_id: str, limit: int, lease_seconds: float
+        self,
+        batch: Sequence[Mapping[str, Any]],
+        worker_id: str,
+        limit: int,
+        lease_seconds: float,
+        order_grace: float = 0.0,
     ) -> tuple[list[bool], list[ClaimedJob]]:
         """:meth:`settle` and :meth:`claim` (none of the jobs just settled) in ONE
         commit: a worker's loop turn."""
         return await self._db.run(
-            settle_and_claim(batch, worker_id, limit, lease_seconds, new_lease_token())
+            settle_and_claim(
+                batch,
+                worker_id,
+                limit,
+                lease_seconds,
+                new_lease_token(),
+                order_horizon(order_grace),
+            )
         )
 
     async def fail_exhausted(self) -> int:

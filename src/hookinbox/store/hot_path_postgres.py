@@ -17,7 +17,13 @@ from typing import Any
 import orjson
 
 from hookinbox.errors import StoreError
-from hookinbox.store.hot_path import LEASE_EXPIRED, HotPath, jobs_params, new_lease_token
+from hookinbox.store.hot_path import (
+    LEASE_EXPIRED,
+    HotPath,
+    jobs_params,
+    new_lease_token,
+    order_horizon,
+)
 from hookinbox.store.records import ClaimedJob, NewDelivery, Reservation
 from hookinbox.store.sql import Step, one_step
 from hookinbox.store.statements import load_postgres_statements
@@ -113,11 +119,14 @@ class PostgresHotPath(HotPath):
         found: list[Any] = await self._db.run(one_step(step), atomic=False)
         return found
 
-    async def claim(self, worker_id: str, limit: int, lease_seconds: float) -> list[ClaimedJob]:
+    async def claim(
+        self, worker_id: str, limit: int, lease_seconds: float, order_grace: float = 0.0
+    ) -> list[ClaimedJob]:
         token = new_lease_token()
         found = await self._db.rows(
             _CLAIM,
             limit=limit,
+            horizon=order_horizon(order_grace),
             token=token,
             worker=worker_id,
             lease=float(lease_seconds),
@@ -131,13 +140,19 @@ class PostgresHotPath(HotPath):
         return [params["id"] in settled for params in batch]
 
     async def settle_and_claim(
-        self, batch: Sequence[Mapping[str, Any]], worker_id: str, limit: int, lease_seconds: float
+        self,
+        batch: Sequence[Mapping[str, Any]],
+        worker_id: str,
+        limit: int,
+        lease_seconds: float,
+        order_grace: float = 0.0,
     ) -> tuple[list[bool], list[ClaimedJob]]:
         token = new_lease_token()
         found = await self._db.rows(
             _SETTLE_AND_CLAIM,
             batch=_settle_batch(batch),
             limit=limit,
+            horizon=order_horizon(order_grace),
             token=token,
             worker=worker_id,
             lease=float(lease_seconds),

@@ -39,6 +39,9 @@ class JobDetail(Record):
     #: The end of the first attempt that did not complete (from the attempt history).
     first_failed_at: datetime | None
     lease_expires_at: datetime | None
+    #: A dead letter of an ordered route with ``on_dead_letter = "hold"``: nothing more of
+    #: its key runs until it is retried.
+    holds_key: bool
 
     @property
     def job_id(self) -> str:
@@ -66,6 +69,7 @@ class JobDetail(Record):
             "failed_at": iso(self.failed_at),
             "first_failed_at": iso(self.first_failed_at),
             "lease_expires_at": iso(self.lease_expires_at) if self.state == "processing" else None,
+            "holds_key": bool(self.holds_key),
         }
 
 

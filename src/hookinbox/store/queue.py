@@ -26,6 +26,7 @@ from hookinbox.store.records import (
     DeadLetterCriteria,
     JobState,
     Settlement,
+    WaitingBehind,
 )
 from hookinbox.store.sql import WAKE, Sql, Tx, many, rows
 from hookinbox.store.statements import load_statements
@@ -51,6 +52,8 @@ _COUNT_DEAD = _SQL["count_dead"]
 _ATTEMPTS = _SQL["attempts"]
 #: Waits a target asked for (429/503 with Retry-After) that gave their attempt back.
 _TARGET_DEFERRALS = _SQL["target_deferrals"]
+#: The head of an ordered job's key that it waits behind, and how many are before it.
+_WAITING_BEHIND = _SQL["waiting_behind"]
 #: Attempts are never reset: a requeued job is granted ``:more`` attempts on top of those
 #: it spent, so attempt numbers count on across replays and retries (``attempts`` is
 #: every attempt the job ever made, ``max_attempts`` the last one it may make).
@@ -91,13 +94,15 @@ class Queue:
         self._sealer = sealer
 
     async def claim_due_jobs(
-        self, worker_id: str, limit: int, lease_seconds: float
+        self, worker_id: str, limit: int, lease_seconds: float, *, order_grace: float = 0.0
     ) -> list[ClaimedJob]:
         """Lease up to ``limit`` due jobs: accepted and due, or processing with an expired
-        lease and attempts left. Each claim counts an attempt. A job's body is as stored
-        (perhaps sealed): the worker opens it with ``store.sealer``, so a job whose key is
-        missing fails alone instead of the whole claim."""
-        return await self._hot.claim(worker_id, limit, float(lease_seconds))
+        lease and attempts left. Each claim counts an attempt. A job of an ordered route
+        is due only at the head of its key, and once ``order_grace`` seconds old (a
+        worker passes ``[worker] order_grace_seconds``; docs/concepts/ordering.md). A job's
+        body is as stored (perhaps sealed): the worker opens it with ``store.sealer``, so
+        a job whose key is missing fails alone instead of the whole claim."""
+        return await self._hot.claim(worker_id, limit, float(lease_seconds), order_grace)
 
     async def renew_leases(self, leases: Mapping[str, str], lease_seconds: float) -> set[str]:
         """Renew every lease a worker holds (job id -> lease token) in one statement;
@@ -126,13 +131,19 @@ class Queue:
         worker_id: str,
         limit: int,
         lease_seconds: float,
+        *,
+        order_grace: float = 0.0,
     ) -> tuple[list[bool], list[ClaimedJob]]:
         """A worker's loop turn in ONE commit (one statement on PostgreSQL): what
         :meth:`settle_jobs` does to ``settlements`` (each lease checked on its own, the
         answers per settlement), then what :meth:`claim_due_jobs` does for ``limit``
         slots, never taking one of the jobs it has just settled."""
         return await self._hot.settle_and_claim(
-            [settle_params(s) for s in settlements], worker_id, limit, float(lease_seconds)
+            [settle_params(s) for s in settlements],
+            worker_id,
+            limit,
+            float(lease_seconds),
+            order_grace,
         )
 
     async def _settle_one(self, settlement: Settlement) -> bool:
@@ -220,6 +231,12 @@ class Queue:
         """One job with its delivery's identity, or None."""
         found = await self._db.row(_GET_JOB, id=job_id)
         return JobDetail.from_row(found, self._db.decode_time) if found is not None else None
+
+    async def waiting_behind(self, job_id: str) -> WaitingBehind | None:
+        """The unfinished job of its key an ordered job waits behind (the key's head), or
+        None (not ordered, not waiting, or first of its key)."""
+        found = await self._db.row(_WAITING_BEHIND, id=job_id)
+        return None if found is None else WaitingBehind.from_row(found, self._db.decode_time)
 
     async def list_attempts(self, job_id: str) -> list[AttemptView]:
         """Every attempt of a job, oldest first."""

@@ -43,6 +43,7 @@ ANOMALY_CHECKS: dict[str, tuple[Sql, Sql]] = {
         "deliveries_without_jobs",
         "unrecorded_effects",
         "unreviewed_transitions",
+        "held_keys",
     )
 }
 
@@ -111,6 +112,6 @@ class Reads:
         """Run one named reconciliation query (:data:`ANOMALY_CHECKS`):
         ``expired_leases``, ``stale_accepted``, ``failed_past_review``,
         ``deliveries_without_jobs`` (samples grouped by source and type),
-        ``unrecorded_effects``, ``unreviewed_transitions``."""
+        ``unrecorded_effects``, ``unreviewed_transitions``, ``held_keys``."""
         tx = _anomalies(check, float(older_than_seconds), limit, self._db.decode_time)
         return await self._db.run(tx, atomic=False)

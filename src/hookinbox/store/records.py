@@ -89,6 +89,11 @@ class NewJob:
     action: str
     #: The attempts its route allows (a retry schedule's length + 1); None: the delivery's.
     max_attempts: int | None = None
+    #: An ordered route's key for this job (bounded, unique per route): jobs of one key
+    #: are claimed one at a time, in id order. None: the job runs unordered.
+    order_key: str | None = None
+    #: Whether a dead letter of this key holds it (``on_dead_letter = "hold"``).
+    order_hold: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +250,31 @@ class JobView(Record):
             "business_id": self.business_id,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingBehind(Record):
+    """The head of an ordered job's key, which the job waits behind (docs/concepts/ordering.md)."""
+
+    id: str
+    delivery_id: str
+    state: JobState
+    attempts: int
+    max_attempts: int
+    last_error: str | None
+    #: Unfinished jobs of the key before the waiting one (the head included).
+    ahead: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "job_id": self.id,
+            "delivery_id": self.delivery_id,
+            "state": self.state,
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "last_error": self.last_error,
+            "ahead": self.ahead,
         }
 
 

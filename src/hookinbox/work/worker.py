@@ -143,13 +143,16 @@ class WorkerPool:
         answers: list[bool] = []
         jobs: list[ClaimedJob] = []
         lease = self._settings.lease_seconds
+        grace = self._settings.order_grace_seconds
         try:
             if settling:
                 answers, jobs = await self._store.queue.settle_and_claim(
-                    settling, self.name, free, lease
+                    settling, self.name, free, lease, order_grace=grace
                 )
             else:
-                jobs = await self._store.queue.claim_due_jobs(self.name, free, lease)
+                jobs = await self._store.queue.claim_due_jobs(
+                    self.name, free, lease, order_grace=grace
+                )
         finally:
             self._claiming -= free
             if settling and len(jobs) < free:

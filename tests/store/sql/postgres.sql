@@ -273,29 +273,34 @@ WHERE id = ANY($4)
 RETURNING id, delivery_id, source, action, attempts, max_attempts, trigger;
 
 -- name: hot_path.claim
--- params: $1 limit, $2 token, $3 worker, $4 lease, $5 outcome, $6 error
+-- params: $1 horizon, $2 limit, $3 token, $4 worker, $5 lease, $6 outcome, $7 error
 WITH
 waiting AS (
-    SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs
+    SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs j
     WHERE state = 'accepted' AND next_attempt_at <= now()
-    ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED
+      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < $1 AND NOT EXISTS (
+          SELECT 1 FROM jobs e
+          WHERE e.order_key = j.order_key AND e.id < j.id
+            AND e.order_key IS NOT NULL AND e.state <> 'completed'
+            AND (e.state <> 'failed' OR e.order_hold))) END
+    ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
 ),
 lapsed AS (
     SELECT id, lease_expires_at AS due_at, true AS lapsed,
            attempts, trigger, leased_by, leased_at
     FROM jobs
     WHERE state = 'processing' AND lease_expires_at < now() AND attempts < max_attempts
-    ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
+    ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
 ),
 picked AS (
     SELECT id, lapsed FROM (
         SELECT id, due_at, lapsed FROM waiting UNION ALL SELECT id, due_at, lapsed FROM lapsed
-    ) AS due ORDER BY due_at LIMIT $1
+    ) AS due ORDER BY due_at LIMIT $2
 ),
 claimed AS (
     UPDATE jobs j
-    SET state = 'processing', attempts = attempts + 1, lease_token = $2,
-        leased_by = $3, leased_at = now(), lease_expires_at = now() + make_interval(secs => $4),
+    SET state = 'processing', attempts = attempts + 1, lease_token = $3,
+        leased_by = $4, leased_at = now(), lease_expires_at = now() + make_interval(secs => $5),
         updated_at = now()
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING j.id, j.delivery_id, j.source, j.action, j.attempts, j.max_attempts, j.trigger
@@ -303,7 +308,7 @@ claimed AS (
 expired AS (
     INSERT INTO attempts (job_id, number, trigger, worker, started_at, ended_at, outcome,
                           error_code)
-    SELECT l.id, l.attempts, l.trigger, l.leased_by, l.leased_at, now(), $5, $6
+    SELECT l.id, l.attempts, l.trigger, l.leased_by, l.leased_at, now(), $6, $7
     FROM lapsed l
     WHERE l.id = ANY(ARRAY(SELECT id FROM picked WHERE lapsed))
 )
@@ -326,37 +331,47 @@ LEFT JOIN payloads p ON p.delivery_id = j.delivery_id
 WHERE j.id = ANY($1);
 
 -- name: hot_path.due
--- params: $1 limit
+-- params: $1 horizon, $2 limit
 SELECT id, state FROM (
     SELECT * FROM (
-        SELECT id, state, next_attempt_at AS due_at FROM jobs
+        SELECT id, state, next_attempt_at AS due_at FROM jobs j
         WHERE state = 'accepted' AND next_attempt_at <= now()
-        ORDER BY next_attempt_at LIMIT $1)
-    UNION ALL
-    SELECT * FROM (
-        SELECT id, state, lease_expires_at AS due_at FROM jobs
-        WHERE state = 'processing' AND lease_expires_at < now() AND attempts < max_attempts
-        ORDER BY lease_expires_at LIMIT $1)
-) AS due
-ORDER BY due_at
-LIMIT $1;
-
--- name: hot_path.due_but_settled
--- params: $1 settled, $2 limit
-SELECT id, state FROM (
-    SELECT * FROM (
-        SELECT id, state, next_attempt_at AS due_at FROM jobs
-        WHERE state = 'accepted' AND next_attempt_at <= now() AND NOT (id = ANY($1))
+          AND CASE WHEN j.order_key IS NULL THEN TRUE ELSE (j.id < $1 AND NOT EXISTS (
+              SELECT 1 FROM jobs e
+              WHERE e.order_key = j.order_key AND e.id < j.id
+                AND e.order_key IS NOT NULL AND e.state <> 'completed'
+                AND (e.state <> 'failed' OR e.order_hold = TRUE))) END
         ORDER BY next_attempt_at LIMIT $2)
     UNION ALL
     SELECT * FROM (
         SELECT id, state, lease_expires_at AS due_at FROM jobs
         WHERE state = 'processing' AND lease_expires_at < now() AND attempts < max_attempts
-          AND NOT (id = ANY($1))
         ORDER BY lease_expires_at LIMIT $2)
 ) AS due
 ORDER BY due_at
 LIMIT $2;
+
+-- name: hot_path.due_but_settled
+-- params: $1 settled, $2 horizon, $3 limit
+SELECT id, state FROM (
+    SELECT * FROM (
+        SELECT id, state, next_attempt_at AS due_at FROM jobs j
+        WHERE state = 'accepted' AND next_attempt_at <= now() AND NOT (id = ANY($1))
+          AND CASE WHEN j.order_key IS NULL THEN TRUE ELSE (j.id < $2 AND NOT EXISTS (
+              SELECT 1 FROM jobs e
+              WHERE e.order_key = j.order_key AND e.id < j.id
+                AND e.order_key IS NOT NULL AND e.state <> 'completed'
+                AND (e.state <> 'failed' OR e.order_hold = TRUE))) END
+        ORDER BY next_attempt_at LIMIT $3)
+    UNION ALL
+    SELECT * FROM (
+        SELECT id, state, lease_expires_at AS due_at FROM jobs
+        WHERE state = 'processing' AND lease_expires_at < now() AND attempts < max_attempts
+          AND NOT (id = ANY($1))
+        ORDER BY lease_expires_at LIMIT $3)
+) AS due
+ORDER BY due_at
+LIMIT $3;
 
 -- name: hot_path.end_settled
 -- params: $1 outcome, $2 error, $3 target, $4 http_status, $5 snippet, $6 duration_ms, $7 state, $8 delay, $9 id, $10 token
@@ -440,10 +455,11 @@ ON CONFLICT (source, event_id) DO NOTHING
 RETURNING id;
 
 -- name: hot_path.insert_job
--- params: $1 id, $2 delivery_id, $3 source, $4 action, $5 max_attempts
-INSERT INTO jobs (id, delivery_id, source, action, max_attempts, next_attempt_at,
-                  created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, now(), now(), now());
+-- params: $1 id, $2 delivery_id, $3 source, $4 action, $5 max_attempts, $6 order_key, $7 order_hold
+INSERT INTO jobs (id, delivery_id, source, action, max_attempts, order_key, order_hold,
+                  next_attempt_at, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, now(),
+        now(), now());
 
 -- name: hot_path.insert_payload
 -- params: $1 id, $2 body, $3 headers
@@ -470,10 +486,11 @@ pay AS (
     SELECT i.id, i.body, i.headers FROM input i JOIN ins ON ins.id = i.id
 ),
 new_jobs AS (
-    INSERT INTO jobs (id, delivery_id, source, action, max_attempts)
-    SELECT j.id, j.delivery_id, j.source, j.action, j.max_attempts
+    INSERT INTO jobs (id, delivery_id, source, action, max_attempts, order_key, order_hold)
+    SELECT j.id, j.delivery_id, j.source, j.action, j.max_attempts, j.order_key, j.order_hold
     FROM json_to_recordset($2::json)
-        AS j(id text, delivery_id text, source text, action text, max_attempts int)
+        AS j(id text, delivery_id text, source text, action text, max_attempts int,
+             order_key text, order_hold boolean)
     JOIN ins ON ins.id = j.delivery_id
 ),
 dup AS (
@@ -547,7 +564,7 @@ ended AS (
 SELECT id FROM done;
 
 -- name: hot_path.settle_and_claim
--- params: $1 batch, $2 limit, $3 token, $4 worker, $5 lease, $6 outcome, $7 error
+-- params: $1 batch, $2 horizon, $3 limit, $4 token, $5 worker, $6 lease, $7 outcome, $8 error
 WITH
 settle AS (
     SELECT (e->>0)::text AS s_id, (e->>1)::text AS s_token, (e->>2)::text AS s_state,
@@ -586,10 +603,18 @@ ended AS (
     FROM done JOIN held h ON h.id = done.id
 ),
 waiting AS (
-    SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs
+    SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs j
     WHERE state = 'accepted' AND next_attempt_at <= now()
       AND NOT (id = ANY(ARRAY(SELECT s_id FROM settle)))
-    ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < $2 AND NOT EXISTS (
+          SELECT 1 FROM jobs e
+          WHERE e.order_key = j.order_key AND e.id < j.id
+            AND e.order_key IS NOT NULL AND e.state <> 'completed'
+            AND (e.state <> 'failed' OR e.order_hold)
+            AND NOT EXISTS (
+                SELECT 1 FROM done WHERE done.id = e.id AND (done.s_state = 'completed'
+                    OR (done.s_state = 'failed' AND NOT e.order_hold))))) END
+    ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED
 ),
 lapsed AS (
     SELECT id, lease_expires_at AS due_at, true AS lapsed,
@@ -597,17 +622,17 @@ lapsed AS (
     FROM jobs
     WHERE state = 'processing' AND lease_expires_at < now() AND attempts < max_attempts
       AND NOT (id = ANY(ARRAY(SELECT s_id FROM settle)))
-    ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
+    ORDER BY lease_expires_at LIMIT $3 FOR UPDATE SKIP LOCKED
 ),
 picked AS (
     SELECT id, lapsed FROM (
         SELECT id, due_at, lapsed FROM waiting UNION ALL SELECT id, due_at, lapsed FROM lapsed
-    ) AS due ORDER BY due_at LIMIT $2
+    ) AS due ORDER BY due_at LIMIT $3
 ),
 claimed AS (
     UPDATE jobs j
-    SET state = 'processing', attempts = attempts + 1, lease_token = $3,
-        leased_by = $4, leased_at = now(), lease_expires_at = now() + make_interval(secs => $5),
+    SET state = 'processing', attempts = attempts + 1, lease_token = $4,
+        leased_by = $5, leased_at = now(), lease_expires_at = now() + make_interval(secs => $6),
         updated_at = now()
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING j.id, j.delivery_id, j.source, j.action, j.attempts, j.max_attempts, j.trigger
@@ -615,7 +640,7 @@ claimed AS (
 expired AS (
     INSERT INTO attempts (job_id, number, trigger, worker, started_at, ended_at, outcome,
                           error_code)
-    SELECT l.id, l.attempts, l.trigger, l.leased_by, l.leased_at, now(), $6, $7
+    SELECT l.id, l.attempts, l.trigger, l.leased_by, l.leased_at, now(), $7, $8
     FROM lapsed l
     WHERE l.id = ANY(ARRAY(SELECT id FROM picked WHERE lapsed))
 )
@@ -1421,7 +1446,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -1440,7 +1466,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -1459,7 +1486,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -1478,7 +1506,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.id = $1;
@@ -1510,6 +1539,21 @@ WHERE job_id = $1
   AND outcome = 'deferred'
   AND error_code = ANY($2);
 
+-- name: queue.waiting_behind
+-- params: $1 id
+SELECT h.id, h.delivery_id, h.state, h.attempts, h.max_attempts, h.last_error,
+    (SELECT count(*) FROM jobs a WHERE a.order_key = j.order_key AND a.id < j.id
+       AND a.order_key IS NOT NULL AND a.state <> 'completed'
+       AND (a.state <> 'failed' OR a.order_hold = TRUE)) AS ahead
+FROM jobs j
+JOIN jobs h ON h.order_key = j.order_key AND h.id < j.id
+WHERE j.id = $1
+  AND j.state IN ('accepted', 'failed')
+  AND h.order_key IS NOT NULL AND h.state <> 'completed'
+  AND (h.state <> 'failed' OR h.order_hold = TRUE)
+ORDER BY h.id
+LIMIT 1;
+
 -- name: reads.count_deliveries_without_jobs
 SELECT count(*)
 FROM deliveries d
@@ -1527,6 +1571,12 @@ SELECT count(*)
 FROM jobs
 WHERE state = 'failed'
   AND failed_at < now() - make_interval(secs => $1);
+
+-- name: reads.count_held_keys
+SELECT count(DISTINCT order_key)
+FROM jobs
+WHERE order_key IS NOT NULL AND state <> 'completed'
+  AND state = 'failed' AND order_hold = TRUE;
 
 -- name: reads.count_stale_accepted
 -- params: $1 age
@@ -1629,6 +1679,18 @@ WHERE state = 'failed'
   AND failed_at < now() - make_interval(secs => $1)
 ORDER BY failed_at
 LIMIT $2;
+
+-- name: reads.sample_held_keys
+-- params: $1 limit
+SELECT j.id, j.delivery_id, j.source, 'holds its key (' || coalesce(j.last_error, '?') ||
+    '): ' || CAST((SELECT count(*) FROM jobs w WHERE w.order_key = j.order_key
+        AND w.id > j.id AND w.order_key IS NOT NULL AND w.state <> 'completed') AS text) ||
+    ' waiting' AS detail, j.failed_at AS since
+FROM jobs j
+WHERE j.order_key IS NOT NULL AND j.state <> 'completed'
+  AND j.state = 'failed' AND j.order_hold = TRUE
+ORDER BY j.failed_at
+LIMIT $1;
 
 -- name: reads.sample_stale_accepted
 -- params: $1 age, $2 limit

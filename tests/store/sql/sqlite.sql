@@ -246,8 +246,13 @@ WHERE j.id IN (SELECT value FROM json_each(:ids));
 -- name: hot_path.due
 SELECT id, state FROM (
     SELECT * FROM (
-        SELECT id, state, next_attempt_at AS due_at FROM jobs
+        SELECT id, state, next_attempt_at AS due_at FROM jobs j
         WHERE state = 'accepted' AND next_attempt_at <= ((julianday('now') - 2440587.5) * 86400.0)
+          AND CASE WHEN j.order_key IS NULL THEN TRUE ELSE (j.id < :horizon AND NOT EXISTS (
+              SELECT 1 FROM jobs e
+              WHERE e.order_key = j.order_key AND e.id < j.id
+                AND e.order_key IS NOT NULL AND e.state <> 'completed'
+                AND (e.state <> 'failed' OR e.order_hold = TRUE))) END
         ORDER BY next_attempt_at LIMIT :limit)
     UNION ALL
     SELECT * FROM (
@@ -261,8 +266,13 @@ LIMIT :limit;
 -- name: hot_path.due_but_settled
 SELECT id, state FROM (
     SELECT * FROM (
-        SELECT id, state, next_attempt_at AS due_at FROM jobs
+        SELECT id, state, next_attempt_at AS due_at FROM jobs j
         WHERE state = 'accepted' AND next_attempt_at <= ((julianday('now') - 2440587.5) * 86400.0) AND NOT (id IN (SELECT value FROM json_each(:settled)))
+          AND CASE WHEN j.order_key IS NULL THEN TRUE ELSE (j.id < :horizon AND NOT EXISTS (
+              SELECT 1 FROM jobs e
+              WHERE e.order_key = j.order_key AND e.id < j.id
+                AND e.order_key IS NOT NULL AND e.state <> 'completed'
+                AND (e.state <> 'failed' OR e.order_hold = TRUE))) END
         ORDER BY next_attempt_at LIMIT :limit)
     UNION ALL
     SELECT * FROM (
@@ -326,9 +336,10 @@ ON CONFLICT (source, event_id) DO NOTHING
 RETURNING id;
 
 -- name: hot_path.insert_job
-INSERT INTO jobs (id, delivery_id, source, action, max_attempts, next_attempt_at,
-                  created_at, updated_at)
-VALUES (:id, :delivery_id, :source, :action, :max_attempts, ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0));
+INSERT INTO jobs (id, delivery_id, source, action, max_attempts, order_key, order_hold,
+                  next_attempt_at, created_at, updated_at)
+VALUES (:id, :delivery_id, :source, :action, :max_attempts, :order_key, :order_hold, ((julianday('now') - 2440587.5) * 86400.0),
+        ((julianday('now') - 2440587.5) * 86400.0), ((julianday('now') - 2440587.5) * 86400.0));
 
 -- name: hot_path.insert_payload
 INSERT INTO payloads (delivery_id, body, headers) VALUES (:id, :body, :headers);
@@ -1082,7 +1093,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -1100,7 +1112,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -1118,7 +1131,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -1136,7 +1150,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.id = :id;
@@ -1165,6 +1180,20 @@ WHERE job_id = :id
   AND outcome = 'deferred'
   AND error_code IN (SELECT value FROM json_each(:codes));
 
+-- name: queue.waiting_behind
+SELECT h.id, h.delivery_id, h.state, h.attempts, h.max_attempts, h.last_error,
+    (SELECT count(*) FROM jobs a WHERE a.order_key = j.order_key AND a.id < j.id
+       AND a.order_key IS NOT NULL AND a.state <> 'completed'
+       AND (a.state <> 'failed' OR a.order_hold = TRUE)) AS ahead
+FROM jobs j
+JOIN jobs h ON h.order_key = j.order_key AND h.id < j.id
+WHERE j.id = :id
+  AND j.state IN ('accepted', 'failed')
+  AND h.order_key IS NOT NULL AND h.state <> 'completed'
+  AND (h.state <> 'failed' OR h.order_hold = TRUE)
+ORDER BY h.id
+LIMIT 1;
+
 -- name: reads.count_deliveries_without_jobs
 SELECT count(*)
 FROM deliveries d
@@ -1181,6 +1210,12 @@ SELECT count(*)
 FROM jobs
 WHERE state = 'failed'
   AND failed_at < ((julianday('now') - 2440587.5) * 86400.0) - :age;
+
+-- name: reads.count_held_keys
+SELECT count(DISTINCT order_key)
+FROM jobs
+WHERE order_key IS NOT NULL AND state <> 'completed'
+  AND state = 'failed' AND order_hold = TRUE;
 
 -- name: reads.count_stale_accepted
 SELECT count(*)
@@ -1274,6 +1309,17 @@ FROM jobs
 WHERE state = 'failed'
   AND failed_at < ((julianday('now') - 2440587.5) * 86400.0) - :age
 ORDER BY failed_at
+LIMIT :limit;
+
+-- name: reads.sample_held_keys
+SELECT j.id, j.delivery_id, j.source, 'holds its key (' || coalesce(j.last_error, '?') ||
+    '): ' || CAST((SELECT count(*) FROM jobs w WHERE w.order_key = j.order_key
+        AND w.id > j.id AND w.order_key IS NOT NULL AND w.state <> 'completed') AS text) ||
+    ' waiting' AS detail, j.failed_at AS since
+FROM jobs j
+WHERE j.order_key IS NOT NULL AND j.state <> 'completed'
+  AND j.state = 'failed' AND j.order_hold = TRUE
+ORDER BY j.failed_at
 LIMIT :limit;
 
 -- name: reads.sample_stale_accepted

@@ -32,10 +32,11 @@ pay AS (
     SELECT i.id, i.body, i.headers FROM input i JOIN ins ON ins.id = i.id
 ),
 new_jobs AS (
-    INSERT INTO jobs (id, delivery_id, source, action, max_attempts)
-    SELECT j.id, j.delivery_id, j.source, j.action, j.max_attempts
+    INSERT INTO jobs (id, delivery_id, source, action, max_attempts, order_key, order_hold)
+    SELECT j.id, j.delivery_id, j.source, j.action, j.max_attempts, j.order_key, j.order_hold
     FROM json_to_recordset(:jobs::json)
-        AS j(id text, delivery_id text, source text, action text, max_attempts int)
+        AS j(id text, delivery_id text, source text, action text, max_attempts int,
+             order_key text, order_hold boolean)
     JOIN ins ON ins.id = j.delivery_id
 ),
 dup AS (
@@ -60,6 +61,12 @@ UNION ALL
 SELECT 'notify', NULL, NULL, NULL, false FROM notify;
 
 -- name: claim
+-- A job of an ordered route waits behind its key as in the portable claim
+-- (queries/hot_path.sql): no job of its key with a smaller id unfinished, its id older
+-- than :horizon; written as a CASE so that the planner keeps walking jobs_due_idx (see
+-- there). Two workers claiming at once never take two jobs of one key: the
+-- earlier job is locked (skipped) or unfinished in both snapshots until its settle
+-- commits, and only then is the next one free.
 -- Due jobs come from two index scans, each locking with SKIP LOCKED (another worker's
 -- claim passes over rows this one holds); only a re-claimed lapsed lease has an attempt
 -- to write (lease-expired, from the old lease as the lock read it), and a fresh claim
@@ -69,8 +76,13 @@ SELECT 'notify', NULL, NULL, NULL, false FROM notify;
 -- payloads.
 WITH
 waiting AS (
-    SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs
+    SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs j
     WHERE state = 'accepted' AND next_attempt_at <= {now}
+      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < :horizon AND NOT EXISTS (
+          SELECT 1 FROM jobs e
+          WHERE e.order_key = j.order_key AND e.id < j.id
+            AND e.order_key IS NOT NULL AND e.state <> 'completed'
+            AND (e.state <> 'failed' OR e.order_hold))) END
     ORDER BY next_attempt_at LIMIT :limit FOR UPDATE SKIP LOCKED
 ),
 lapsed AS (
@@ -169,7 +181,9 @@ SELECT id FROM done;
 -- update): two workers each settling a lapsed lease the other's claim has just locked
 -- would deadlock; PostgreSQL fails one statement, and that worker's batch goes again
 -- one settlement at a time (hookinbox.work.settling.SettleBatcher), claiming
--- nothing.
+-- nothing. A job of an ordered route whose key this batch frees (its head completed, or
+-- dead-lettered and released) may be claimed by the same statement: the head still looks
+-- leased in the snapshot, so the key check leaves out the jobs done settles for good.
 WITH
 settle AS (
     SELECT (e->>0)::text AS s_id, (e->>1)::text AS s_token, (e->>2)::text AS s_state,
@@ -208,9 +222,17 @@ ended AS (
     FROM done JOIN held h ON h.id = done.id
 ),
 waiting AS (
-    SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs
+    SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs j
     WHERE state = 'accepted' AND next_attempt_at <= {now}
       AND NOT (id = ANY(ARRAY(SELECT s_id FROM settle)))
+      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < :horizon AND NOT EXISTS (
+          SELECT 1 FROM jobs e
+          WHERE e.order_key = j.order_key AND e.id < j.id
+            AND e.order_key IS NOT NULL AND e.state <> 'completed'
+            AND (e.state <> 'failed' OR e.order_hold)
+            AND NOT EXISTS (
+                SELECT 1 FROM done WHERE done.id = e.id AND (done.s_state = 'completed'
+                    OR (done.s_state = 'failed' AND NOT e.order_hold))))) END
     ORDER BY next_attempt_at LIMIT :limit FOR UPDATE SKIP LOCKED
 ),
 lapsed AS (

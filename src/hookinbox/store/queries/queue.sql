@@ -5,7 +5,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.id = :id;
@@ -33,6 +34,24 @@ FROM ( SELECT 0 AS running, id AS seq, number, trigger, worker, started_at, ende
     'processing') AS history
 ORDER BY running, seq;
 
+-- name: waiting_behind
+-- What an ordered job that is not running waits behind: the oldest unfinished job of its
+-- key before it (the key's head: running, retrying, or a dead letter that holds the
+-- key), and how many unfinished jobs of its key are before it. No row: it waits for
+-- nothing of its key.
+SELECT h.id, h.delivery_id, h.state, h.attempts, h.max_attempts, h.last_error,
+    (SELECT count(*) FROM jobs a WHERE a.order_key = j.order_key AND a.id < j.id
+       AND a.order_key IS NOT NULL AND a.state <> 'completed'
+       AND (a.state <> 'failed' OR a.order_hold = TRUE)) AS ahead
+FROM jobs j
+JOIN jobs h ON h.order_key = j.order_key AND h.id < j.id
+WHERE j.id = :id
+  AND j.state IN ('accepted', 'failed')
+  AND h.order_key IS NOT NULL AND h.state <> 'completed'
+  AND (h.state <> 'failed' OR h.order_hold = TRUE)
+ORDER BY h.id
+LIMIT 1;
+
 -- name: target_deferrals
 -- Waits a target asked for (429/503 with Retry-After) that gave their attempt back.
 SELECT count(*)
@@ -58,7 +77,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -76,7 +96,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'
@@ -94,7 +115,8 @@ SELECT j.id, j.delivery_id, j.source, j.action, j.state, j.attempts, j.max_attem
     j.last_error, j.trigger, d.event_id, d.event_type, j.business_id, EXISTS (SELECT 1 FROM
     payloads p WHERE p.delivery_id = j.delivery_id) AS payload_retained, j.created_at,
     j.updated_at, j.completed_at, j.failed_at, (SELECT min(a.ended_at) FROM attempts a WHERE
-    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at
+    a.job_id = j.id AND a.outcome <> 'completed') AS first_failed_at, j.lease_expires_at,
+    (j.state = 'failed' AND j.order_key IS NOT NULL AND j.order_hold = TRUE) AS holds_key
 FROM jobs j
 JOIN deliveries d ON d.id = j.delivery_id
 WHERE j.state = 'failed'

@@ -95,6 +95,14 @@ WHERE t.outcome = 'rejected'
   AND t.reviewed_at IS NULL
   AND t.created_at < {now} - {secs:age};
 
+-- name: count_held_keys
+-- Keys of ordered routes held by a dead letter (on_dead_letter = "hold"): nothing more of
+-- the key runs until the dead job is retried.
+SELECT count(DISTINCT order_key)
+FROM jobs
+WHERE order_key IS NOT NULL AND state <> 'completed'
+  AND state = 'failed' AND order_hold = TRUE;
+
 -- name: sample_expired_leases
 SELECT id, delivery_id, source, 'leased by ' || coalesce(leased_by, '?') || ', attempt ' ||
     attempts || '/' || max_attempts AS detail, lease_expires_at AS since
@@ -153,4 +161,15 @@ WHERE t.outcome = 'rejected'
   AND t.reviewed_at IS NULL
   AND t.created_at < {now} - {secs:age}
 ORDER BY t.id
+LIMIT :limit;
+
+-- name: sample_held_keys
+SELECT j.id, j.delivery_id, j.source, 'holds its key (' || coalesce(j.last_error, '?') ||
+    '): ' || CAST((SELECT count(*) FROM jobs w WHERE w.order_key = j.order_key
+        AND w.id > j.id AND w.order_key IS NOT NULL AND w.state <> 'completed') AS text) ||
+    ' waiting' AS detail, j.failed_at AS since
+FROM jobs j
+WHERE j.order_key IS NOT NULL AND j.state <> 'completed'
+  AND j.state = 'failed' AND j.order_hold = TRUE
+ORDER BY j.failed_at
 LIMIT :limit;

@@ -1,0 +1,221 @@
+"""Ordered routes (``order_key``) through the real receiver and worker pool, on both stores:
+jobs of one key run one at a time in reservation order, other keys in parallel; a failing
+head holds its key without costing the waiting jobs an attempt; ``on_dead_letter = "hold"``
+keeps the key held after a dead letter, reconcile reports it, the CLI's trace says what a
+job waits behind. The multi-process run on PostgreSQL is tests/e2e/test_ordered_workers.py."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from hookinbox import ops
+from hookinbox.app import standard_operator_views
+from hookinbox.config import config_from_mapping
+from hookinbox.errors import ConfigError
+from hookinbox.store import Store
+from hookinbox.store.sql import Sql
+from tests.support import handlers
+from tests.support.configs import write_config
+from tests.support.inbox import make_config, running_inbox
+from tests.support.ordering import assert_in_reservation_order
+from tests.support.processes import run_hookinbox
+from tests.support.signing import event_body, signed
+from tests.support.waiting import wait_for, wait_for_status
+
+VIEWS = standard_operator_views()
+ORDERED_ROUTE = {
+    "events": ["*"],
+    "action": "apply",
+    "handler": "tests.support.handlers:ordered",
+    "order_key": "/data/customer",
+}
+FAST = {"concurrency": 6, "order_grace_seconds": 0.1, "poll_interval_seconds": 0.1}
+
+
+async def _send(client: httpx.AsyncClient, url: str, event_id: str, customer: str) -> None:
+    body, headers = signed(event_body(event_id, customer=customer), event_id=event_id)
+    answer = await client.post(url, content=body, headers=headers)
+    assert answer.status_code == 200 and answer.json()["status"] == "accepted", answer.text
+
+
+async def _job(store: Store, event_id: str) -> Any:
+    delivery = await store.journal.get_delivery(event_id)
+    assert delivery is not None
+    (job,) = delivery.jobs
+    return job
+
+
+async def test_jobs_of_one_key_run_one_at_a_time_in_reservation_order_and_keys_in_parallel(
+    db_url: str, client: httpx.AsyncClient
+) -> None:
+    config = make_config(db_url, routes=[ORDERED_ROUTE], worker=FAST)
+    keys = [f"cus_{n}" for n in range(6)]
+    events = [(f"evt_{key}_{n}", key) for key in keys for n in range(8)]
+    random.Random(5).shuffle(events)
+    async with running_inbox(config) as inbox:
+        lanes = [events[n::8] for n in range(8)]
+
+        async def lane(items: list[tuple[str, str]]) -> None:
+            for event_id, key in items:
+                await _send(client, inbox.url(), event_id, key)
+
+        await asyncio.gather(*(lane(items) for items in lanes))
+        await wait_for(lambda: _settled(len(events)), 30, "every ordered job ran")
+        expected: dict[str, list[str]] = collections.defaultdict(list)
+        for event_id, key in events:
+            expected[key].append((await _job(inbox.store, event_id)).id.split(":")[0])
+            assert (await _job(inbox.store, event_id)).attempts == 1
+    assert_in_reservation_order(handlers.ORDERED, expected)
+    # Other keys did run at the same time: the route is not one queue.
+    spans = sorted((start, end) for _, _, start, end, _ in handlers.ORDERED)
+    assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans))
+
+
+async def _settled(count: int) -> bool:
+    return len(handlers.ORDERED) >= count
+
+
+async def test_a_failing_head_holds_its_key_and_the_job_behind_it_spends_no_attempt(
+    db_url: str, client: httpx.AsyncClient
+) -> None:
+    route = {**ORDERED_ROUTE, "retry_schedule": ["0.4s", "0.4s"]}
+    config = make_config(db_url, routes=[route], worker=FAST)
+    handlers.FAIL_ORDERED.add("evt_head")
+    async with running_inbox(config) as inbox:
+        await _send(client, inbox.url(), "evt_head", "cus_1")
+        await wait_for(lambda: _attempted(inbox.store, "evt_head"), 10, "the head's first attempt")
+        await _send(client, inbox.url(), "evt_next", "cus_1")
+        await _send(client, inbox.url(), "evt_other_key", "cus_2")
+        await wait_for_status(inbox.store, "evt_other_key", "completed")
+        # While the head retries, the job behind it is never claimed.
+        waiting = await _job(inbox.store, "evt_next")
+        assert (waiting.state, waiting.attempts) == ("accepted", 0)
+        report = await ops.trace(inbox.store, config, "evt_next", layers=VIEWS.trace_layers)
+        behind = report.as_json()["deliveries"][0]["jobs"][0]["waiting_behind"]
+        head = await _job(inbox.store, "evt_head")
+        assert behind["job_id"] == head.id and behind["ahead"] == 1
+        # Dead-lettered (on_dead_letter = "release", the default): the next one runs.
+        await wait_for_status(inbox.store, "evt_head", "failed")
+        await wait_for_status(inbox.store, "evt_next", "completed")
+        assert (await _job(inbox.store, "evt_next")).attempts == 1
+        assert (await _job(inbox.store, "evt_head")).attempts == 3
+
+
+async def _attempted(store: Store, event_id: str) -> bool:
+    return (await _job(store, event_id)).attempts >= 1
+
+
+async def test_a_held_key_stays_held_after_its_dead_letter_until_the_operator_retries_it(
+    db_url: str, client: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    route = {**ORDERED_ROUTE, "retry_schedule": ["0.2s"], "on_dead_letter": "hold"}
+    config = make_config(db_url, routes=[route], worker=FAST)
+    handlers.FAIL_ORDERED.add("evt_head")
+    async with running_inbox(config) as inbox:
+        await _send(client, inbox.url(), "evt_head", "cus_1")
+        await _send(client, inbox.url(), "evt_next", "cus_1")
+        await wait_for_status(inbox.store, "evt_head", "failed")
+        head = await _job(inbox.store, "evt_head")
+        # Other keys are not held, and the waiting job is still not claimed.
+        await _send(client, inbox.url(), "evt_other_key", "cus_2")
+        await wait_for_status(inbox.store, "evt_other_key", "completed")
+        waiting = await _job(inbox.store, "evt_next")
+        assert (waiting.state, waiting.attempts) == ("accepted", 0)
+
+        report = await ops.reconcile(inbox.store, config, checks=VIEWS.checks)
+        (held,) = [f for f in report.findings if f.check == "held_keys"]
+        assert held.count == 1 and held.items[0]["id"] == head.id
+        assert held.items[0]["detail"].endswith("1 waiting")
+        (dead,) = (await ops.dlq_list(inbox.store, config)).jobs
+        assert dead.as_json()["holds_key"] is True
+
+        # The CLI, as an operator runs it.
+        cli_config = write_config(tmp_path / "hookinbox.toml", db_url, routes=[route])
+        traced = run_hookinbox(cli_config, "trace", "evt_next")
+        assert traced.returncode == 0, traced.stderr
+        assert f"waiting behind {head.id.split(':')[0]}" in traced.stdout
+        checked = run_hookinbox(cli_config, "reconcile", "--json")
+        findings = {f["check"]: f["count"] for f in json.loads(checked.stdout)["findings"]}
+        assert findings["held_keys"] == 1
+
+        handlers.FAIL_ORDERED.clear()
+        retried = run_hookinbox(cli_config, "dlq", "retry", head.id)
+        assert retried.returncode == 0, retried.stderr
+        await wait_for_status(inbox.store, "evt_head", "completed")
+        await wait_for_status(inbox.store, "evt_next", "completed")
+        report = await ops.reconcile(inbox.store, config, checks=VIEWS.checks)
+        assert [f.count for f in report.findings if f.check == "held_keys"] == [0]
+    assert [call[1] for call in handlers.ORDERED if call[0] == "cus_1"] == [
+        head.id.split(":")[0],
+        waiting.id.split(":")[0],
+    ]
+
+
+async def test_a_delivery_without_the_key_and_a_header_key(
+    db_url: str, client: httpx.AsyncClient
+) -> None:
+    """A delivery that lacks the value runs unordered; a header names the key too."""
+    routes = [
+        {**ORDERED_ROUTE, "order_key": "/data/missing"},
+        {
+            "events": ["*"],
+            "action": "by_header",
+            "handler": "tests.support.handlers:count",
+            "order_key": "header:X-Customer-Id",
+        },
+    ]
+    config = make_config(db_url, routes=routes, worker=FAST)
+    async with running_inbox(config) as inbox:
+        body, headers = signed(event_body("evt_h", customer="c"), event_id="evt_h")
+        answer = await client.post(
+            inbox.url(), content=body, headers={**headers, "x-customer-id": "cus_9"}
+        )
+        assert answer.status_code == 200
+        await wait_for_status(inbox.store, "evt_h", "completed")
+        keys = await _order_keys(inbox.store, "evt_h")
+    assert keys["apply"] is None
+    assert keys["by_header"] is not None and len(keys["by_header"]) == 64
+    assert "cus_9" not in keys["by_header"]
+
+
+async def _order_keys(store: Store, event_id: str) -> dict[str, str | None]:
+    delivery = await store.journal.get_delivery(event_id)
+    assert delivery is not None
+    key_of = Sql("SELECT order_key FROM jobs WHERE id = :id")
+    return {job.action: await store._db.value(key_of, id=job.id) for job in delivery.jobs}
+
+
+@pytest.mark.parametrize(
+    ("route", "message"),
+    [
+        ({"order_key": "data.customer"}, "neither a JSON pointer"),
+        ({"order_key": "header:Stripe-Signature"}, "credential or a signature"),
+        ({"order_key": "header:bad header"}, "not an HTTP header name"),
+        ({"on_dead_letter": "hold"}, "needs order_key"),
+        ({"order_key": "/a", "on_dead_letter": "keep"}, "on_dead_letter"),
+    ],
+)
+def test_an_ordered_route_is_checked_when_the_config_loads(
+    route: dict[str, Any], message: str
+) -> None:
+    data = {
+        "database": "sqlite:///x.db",
+        "sources": {
+            "test": {
+                "scheme": "standard-webhooks",
+                "secret_env": "HB_TEST_SECRET",
+                "routes": [{"events": ["*"], "action": "a", "handler": "m:f", **route}],
+            }
+        },
+    }
+    with pytest.raises(ConfigError, match=message):
+        config_from_mapping(data)
