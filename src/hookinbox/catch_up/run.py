@@ -27,8 +27,6 @@ import orjson
 
 from hookinbox.catch_up.github_deliveries import GitHubDeliveries
 from hookinbox.catch_up.provider import Pacer, Provider, PulledEvent, Sleep
-from hookinbox.catch_up.stripe_events import StripeEvents
-from hookinbox.catch_up.svix_recover import SvixRecover
 from hookinbox.config import Config
 from hookinbox.config.catch_up import CatchUpSettings
 from hookinbox.errors import (
@@ -56,12 +54,23 @@ ProviderFactory = Callable[[CatchUpSettings, str, str, Pacer, bool], Provider]
 def build_provider(
     settings: CatchUpSettings, api_key: str, source: str, pacer: Pacer, dry_run: bool
 ) -> Provider:
-    """The client of the source's provider (its SDK's, or httpx for GitHub)."""
-    if settings.provider == "stripe":
-        return StripeEvents(settings, api_key, source, pacer)
+    """The client of the source's provider (its SDK's, or httpx for GitHub). The SDKs are
+    optional extras, imported only by a source that catches up through them."""
     if settings.provider == "github":
         return GitHubDeliveries(settings, api_key, source, pacer, dry_run=dry_run)
-    return SvixRecover(settings, api_key, source, pacer, dry_run=dry_run)
+    try:
+        if settings.provider == "stripe":
+            from hookinbox.catch_up.stripe_events import StripeEvents
+
+            return StripeEvents(settings, api_key, source, pacer)
+        from hookinbox.catch_up.svix_recover import SvixRecover
+
+        return SvixRecover(settings, api_key, source, pacer, dry_run=dry_run)
+    except ImportError as exc:
+        raise ConfigError(
+            f"sources.{source}.catch_up: provider {settings.provider!r} needs its SDK "
+            f"(pip install 'hookinbox[{settings.provider}]'): {exc.name} is not installed"
+        ) from None
 
 
 @dataclass

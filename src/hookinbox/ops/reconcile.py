@@ -125,7 +125,7 @@ PIPELINE_CHECKS: tuple[ReconcileCheck, ...] = (
     ),
     StoreCheck(
         "held_keys",
-        "keys of ordered routes held by a dead letter (on_dead_letter = 'hold'):"
+        "keys of ordered routes held by a dead letter (on_dead_letter = hold):"
         " retry it to release them",
     ),
     StoreCheck(
