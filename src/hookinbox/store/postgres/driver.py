@@ -29,6 +29,13 @@ T = TypeVar("T")
 
 _CONNECT_TIMEOUT = 5.0
 _COMMAND_TIMEOUT = 30.0
+#: Seconds a prepared statement lives on a connection before it is prepared again.
+#: PostgreSQL settles on a generic plan after five executions and keeps it until the
+#: table's statistics change: a plan made while ``deliveries`` was nearly empty (a new
+#: store, with no autoanalyze to invalidate it) scans the table for every duplicate.
+#: Preparing again replans with the table's present size; it costs a few milliseconds
+#: per statement and connection per lifetime.
+_STATEMENT_LIFETIME = 5
 #: The channel workers LISTEN on; the hot path's reservation notifies it in its statement
 #: (``postgres/hot_path.sql``), a transaction that asks for :data:`~hookinbox.store.sql.
 #: WAKE` with this statement.
@@ -83,6 +90,7 @@ class PostgresDriver(Driver):
                 timeout=_CONNECT_TIMEOUT,
                 command_timeout=_COMMAND_TIMEOUT,
                 reset=_no_reset,
+                max_cached_statement_lifetime=_STATEMENT_LIFETIME,
             )
         except asyncpg.InvalidCatalogNameError as exc:
             raise StoreNotFound("no such PostgreSQL database") from exc
