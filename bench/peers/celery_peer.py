@@ -41,11 +41,11 @@ from pathlib import Path
 import redis.asyncio as aioredis
 from celery import Celery
 from celery.signals import worker_ready
+from peer_app import accepted, duplicate, peer_app, unavailable
 from signature import MAX_BODY, Refused, verify
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 BROKER = os.environ.get("PEER_BROKER", "amqp://guest:guest@127.0.0.1:5672//")
 REDIS = os.environ.get("PEER_REDIS", "redis://127.0.0.1:6379/11")
@@ -111,23 +111,11 @@ async def receive(request: Request) -> Response:
             f"dedupe:{event.event_id}", 1, nx=True, ex=DEDUP_TTL
         )
         if not fresh:
-            return JSONResponse({"status": "duplicate", "event_id": event.event_id})
+            return duplicate(event.event_id)
         noop.delay(body.decode())
     except Exception:
-        return JSONResponse(
-            {"error": "store_unavailable"}, status_code=503, headers={"Retry-After": "5"}
-        )
-    return JSONResponse({"status": "accepted", "event_id": event.event_id})
+        return unavailable()
+    return accepted(event.event_id)
 
 
-async def healthz(request: Request) -> Response:
-    return Response(b"ok", media_type="text/plain")
-
-
-app = Starlette(
-    routes=[
-        Route("/webhooks/{source}", receive, methods=["POST"]),
-        Route("/healthz", healthz, methods=["GET"]),
-    ],
-    lifespan=lifespan,
-)
+app = peer_app(receive, lifespan)

@@ -35,13 +35,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import asyncpg
+from peer_app import accepted, duplicate, peer_app, unavailable
 from pgqueuer import AsyncpgDriver, AsyncpgPoolDriver, Job, Queries, QueueManager
 from pgqueuer.domain.errors import DuplicateJobError
 from signature import MAX_BODY, Refused, verify
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 #: The same pool size as the naive receiver's.
 POOL_SIZE = 10
@@ -64,10 +64,6 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await pool.close()
 
 
-def _duplicate(event_id: str) -> Response:
-    return JSONResponse({"status": "duplicate", "event_id": event_id})
-
-
 async def receive(request: Request) -> Response:
     body = await request.body()
     if len(body) > MAX_BODY:
@@ -83,29 +79,17 @@ async def receive(request: Request) -> Response:
                 ENTRYPOINT, body, dedupe_key=event.event_id, on_conflict="skip"
             )
             if ids[0] is None:
-                return _duplicate(event.event_id)
+                return duplicate(event.event_id)
         else:
             await queries.enqueue(ENTRYPOINT, body, dedupe_key=event.event_id)
     except DuplicateJobError:
-        return _duplicate(event.event_id)
+        return duplicate(event.event_id)
     except (OSError, asyncpg.PostgresError):
-        return JSONResponse(
-            {"error": "store_unavailable"}, status_code=503, headers={"Retry-After": "5"}
-        )
-    return JSONResponse({"status": "accepted", "event_id": event.event_id})
+        return unavailable()
+    return accepted(event.event_id)
 
 
-async def healthz(request: Request) -> Response:
-    return Response(b"ok", media_type="text/plain")
-
-
-app = Starlette(
-    routes=[
-        Route("/webhooks/{source}", receive, methods=["POST"]),
-        Route("/healthz", healthz, methods=["GET"]),
-    ],
-    lifespan=lifespan,
-)
+app = peer_app(receive, lifespan)
 
 
 async def install() -> None:

@@ -25,12 +25,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import procrastinate
+from peer_app import accepted, duplicate, peer_app, unavailable
 from procrastinate.exceptions import AlreadyEnqueued, ConnectorException
 from signature import MAX_BODY, Refused, verify
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 #: The same pool size as the naive receiver's.
 POOL_SIZE = 10
@@ -66,22 +66,10 @@ async def receive(request: Request) -> Response:
             event_id=event.event_id, event_type=event.event_type, body=body.decode()
         )
     except AlreadyEnqueued:
-        return JSONResponse({"status": "duplicate", "event_id": event.event_id})
+        return duplicate(event.event_id)
     except ConnectorException:
-        return JSONResponse(
-            {"error": "store_unavailable"}, status_code=503, headers={"Retry-After": "5"}
-        )
-    return JSONResponse({"status": "accepted", "event_id": event.event_id})
+        return unavailable()
+    return accepted(event.event_id)
 
 
-async def healthz(request: Request) -> Response:
-    return Response(b"ok", media_type="text/plain")
-
-
-app = Starlette(
-    routes=[
-        Route("/webhooks/{source}", receive, methods=["POST"]),
-        Route("/healthz", healthz, methods=["GET"]),
-    ],
-    lifespan=lifespan,
-)
+app = peer_app(receive, lifespan)
