@@ -1,5 +1,6 @@
 """The schema is the same on both databases: every table, column (and whether it may be
-NULL), primary key and index, after every migration, whichever database holds it."""
+NULL), primary key and index, after every migration, whichever database holds it
+(PostgreSQL's payload partitions are the payloads table's storage, not tables of it)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,15 @@ async def postgres_catalog(url: str) -> Catalog:
         for migration in load_migrations("hookinbox.store.postgres", POSTGRES):
             await conn.execute(migration.sql)
         schema = await conn.fetchval("SELECT current_schema()")
+        # PostgreSQL's payload partitions (one per day) are the payloads table's storage.
+        partitions = {
+            r["relname"]
+            for r in await conn.fetch(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = $1 AND c.relispartition",
+                schema,
+            )
+        }
         catalog: Catalog = {}
         columns = await conn.fetch(
             "SELECT table_name, column_name, is_nullable = 'YES' AS nullable"
@@ -55,6 +65,8 @@ async def postgres_catalog(url: str) -> Catalog:
             schema,
         )
         for row in columns:
+            if row["table_name"] in partitions:
+                continue
             table = catalog.setdefault(
                 row["table_name"], {"columns": {}, "primary_key": (), "indexes": {}}
             )
@@ -73,6 +85,8 @@ async def postgres_catalog(url: str) -> Catalog:
             schema,
         )
         for row in indexes:
+            if row["table_name"] in partitions:
+                continue
             table = catalog[row["table_name"]]
             if row["primary"]:
                 table["primary_key"] = tuple(row["columns"])

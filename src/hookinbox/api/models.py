@@ -535,9 +535,24 @@ class PurgeStep(_Output):
     held: int
 
 
+class PartitionRetirement(_Output):
+    name: str
+    rows: int = Field(description="Payloads it held (-1: not counted, a dry run or deferred)")
+    held: int = Field(description="Payloads kept past their day (moved to the DEFAULT partition)")
+    retired: bool
+    deferred: Literal["lock", "held", "dry_run"] | None = Field(
+        None, description="Why it stays this time: a lock not had in time, too many held"
+    )
+
+
 class PurgeReport(_Output):
     dry_run: bool
     steps: list[PurgeStep]
+    partitions: list[PartitionRetirement] = Field(
+        default_factory=list,
+        description="PostgreSQL's day partitions of payloads past the payload retention",
+    )
+    partitions_made: int = Field(0, description="Day partitions made ahead by this purge")
 
 
 class SubjectFound(_Output):

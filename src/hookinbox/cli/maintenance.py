@@ -50,7 +50,8 @@ def purge(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Delete payloads and old journal keys in bounded batches (never dead letters)."""
+    """Delete payloads and old journal keys in bounded batches (never dead letters); on
+    PostgreSQL, retire whole day partitions of payloads past their retention."""
     config = quiet_config(config_path)
     age = duration_flag("--older-than", older_than)
     console = Console(stderr=True)
@@ -92,6 +93,20 @@ def purge(
     if as_json:
         print_json(report.as_json())
         return
+    for each in report.partitions:
+        if each.retired:
+            click.echo(
+                f"partition {each.name}: retired, {each.rows} payloads dropped, "
+                f"{each.held} held (kept in the default partition)"
+            )
+        elif each.deferred == "dry_run":
+            click.echo(f"partition {each.name}: would retire, {each.held} held")
+        else:
+            reason = "a lock was busy" if each.deferred == "lock" else "too many held payloads"
+            click.echo(f"partition {each.name}: not retired this time ({reason})")
+    if report.partitions or report.partitions_made:
+        retired = sum(1 for each in report.partitions if each.retired)
+        click.echo(f"partitions: retired {retired}, made {report.partitions_made} ahead")
     for step in report.steps:
         verb = "would delete" if dry_run else "deleted"
         count = step.candidates if dry_run else step.deleted

@@ -1,8 +1,12 @@
 """Retention: drop payloads soon after processing, journal keys after the key retention.
 
-Three steps, each in bounded batches (one short transaction per batch):
+On PostgreSQL, payloads are partitioned by day (:mod:`hookinbox.store.partitions`): each
+purge first makes the partitions of the days ahead that are missing and retires, whole,
+the days past the payload retention (one short transaction each). Then three steps, each
+in bounded batches (one short transaction per batch):
 
-1. payloads of deliveries whose jobs all completed more than ``payload_retention`` ago;
+1. payloads of deliveries whose jobs all completed more than ``payload_retention`` ago
+   (on PostgreSQL only those held past their day, in the DEFAULT partition);
 2. journal rows (with their jobs, attempts and ledger rows) last seen more than
    ``key_retention`` ago whose jobs all completed;
 3. rejected deliveries (refusals kept for a retry) last seen more than
@@ -19,14 +23,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from hookinbox.codes import error_code_of
 from hookinbox.config import Config, store_kind
 from hookinbox.errors import InvalidArgument, OperationRefused
 from hookinbox.logs import get_logger
-from hookinbox.store import Store
+from hookinbox.store import Retirement, Store
 
 log = get_logger("hookinbox.ops.purge")
 
@@ -94,9 +98,19 @@ class PurgedKind:
 class PurgeResult:
     dry_run: bool
     steps: list[PurgedKind]
+    #: PostgreSQL's day partitions of payloads past the payload retention: retired, or
+    #: why not this time (empty on SQLite).
+    partitions: list[Retirement] = field(default_factory=list)
+    #: Day partitions made ahead by this purge.
+    partitions_made: int = 0
 
     def as_json(self) -> dict[str, Any]:
-        return {"dry_run": self.dry_run, "steps": [step.as_json() for step in self.steps]}
+        return {
+            "dry_run": self.dry_run,
+            "steps": [step.as_json() for step in self.steps],
+            "partitions": [each.as_json() for each in self.partitions],
+            "partitions_made": self.partitions_made,
+        }
 
 
 async def purge(
@@ -121,6 +135,7 @@ async def purge(
         store, config, older_than, payloads_only, batch, dry_run, progress, max_rows
     )
     deleted = [f"{step.kind}:{step.deleted}" for step in report.steps if step.deleted]
+    deleted += [f"partition:{each.name}" for each in report.partitions if each.retired]
     if actor is not None and deleted:
         await store.audit.record_operator_action(
             actor=actor, command="purge", detail=" ".join(deleted)
@@ -149,8 +164,9 @@ async def _purge(
     pacer = BatchPacer(config)
     if payloads_only:
         age = ops.payload_retention if older_than is None else older_than
+        made, retired = await _partitions(store, age, dry_run)
         steps.append(await _purge_step(_payloads(store), age, bound, dry_run, progress, pacer))
-        return PurgeResult(dry_run, steps)
+        return PurgeResult(dry_run, steps, retired, made)
     key_age = ops.key_retention if older_than is None else older_than
     window = config.longest_redelivery_window()
     if key_age < window:
@@ -158,13 +174,21 @@ async def _purge(
             f"key retention {_human(key_age)} is shorter than the redelivery window "
             f"{_human(window)}: a late provider retry would look new"
         )
+    made, retired = await _partitions(store, ops.payload_retention, dry_run)
     for step, step_age in (
         (_payloads(store), ops.payload_retention),
         (_deliveries(store), key_age),
         (_rejected(store), config.rejected.retention),
     ):
         steps.append(await _purge_step(step, step_age, bound, dry_run, progress, pacer))
-    return PurgeResult(dry_run, steps)
+    return PurgeResult(dry_run, steps, retired, made)
+
+
+async def _partitions(store: Store, age: float, dry_run: bool) -> tuple[int, list[Retirement]]:
+    """PostgreSQL's day partitions: the missing ones ahead made, those past ``age``
+    retired (nothing on SQLite)."""
+    made = 0 if dry_run else await store.partitions.create_ahead()
+    return made, await store.partitions.retire(age, dry_run=dry_run)
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +303,10 @@ async def run_purge_loop(store: Store, config: Config, stop: asyncio.Event) -> N
         for step in report.steps:
             if step.deleted or step.held:
                 log.info("purged", kind=step.kind, deleted=step.deleted, held=step.held)
+        for each in report.partitions:
+            log.info(
+                "partition_retired" if each.retired else "partition_deferred", **each.as_json()
+            )
 
 
 def _human(seconds: float) -> str:

@@ -9,10 +9,10 @@ letters), ``effects`` (the ledger), ``audit`` and ``sources`` (operator actions,
 written to the outbox), ``destinations`` (a destination's bucket, slots and circuit),
 ``rejected`` (refused deliveries kept for a retry), ``admin_sessions`` (admin sessions
 ended by a logout), ``receipts`` (webhook answers per minute), ``catch_up`` (catch-up's
-cursor per source), ``reads`` (gauges and reconciliation queries), ``retention`` (purges)
-and ``erasure`` (a data subject's payloads, snippets and kept refusals' bodies). The
-layout, the SQL files and the
-golden test are in docs/store.md.
+cursor per source), ``reads`` (gauges and reconciliation queries), ``retention`` (purges),
+``partitions`` (PostgreSQL's payload partitions by day) and ``erasure`` (a data subject's
+payloads, snippets and kept refusals' bodies). The layout, the SQL files and the golden
+test are in docs/store.md.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from hookinbox.store.operator_records import (
     SourceState,
     StoreGaugeReadings,
 )
+from hookinbox.store.partitions import PartitionInfo, Retirement
 from hookinbox.store.queue import DeadLetterOrder
 from hookinbox.store.records import (
     JOB_STATES,
@@ -136,6 +137,7 @@ __all__ = [
     "PageCommit",
     "PageEntry",
     "ParkPolicy",
+    "PartitionInfo",
     "PayloadMatch",
     "RejectedDelivery",
     "Release",
@@ -144,6 +146,7 @@ __all__ = [
     "ResourceFinding",
     "ResourceOutcome",
     "ResourceView",
+    "Retirement",
     "RewrapBatch",
     "SettleOutcome",
     "Settlement",

@@ -4,7 +4,8 @@
 letters), ``store.effects`` (the ledger), ``store.audit`` and ``store.sources`` (operator
 actions, pause state), ``store.resources`` and ``store.outbox`` (tracked resources and
 their notifications), ``store.reads`` (gauges, counts, reconciliation queries),
-``store.retention`` (purges), ``store.rejected`` (refused deliveries kept for a retry),
+``store.retention`` (purges), ``store.partitions`` (PostgreSQL's payload partitions),
+``store.rejected`` (refused deliveries kept for a retry),
 ``store.notices`` (notices of dead letters, pauses, rejections and circuits, written to
 the outbox), ``store.reviews`` (rejected transitions awaiting review),
 ``store.admin_sessions`` (admin sessions ended by a logout), ``store.destinations``
@@ -33,6 +34,7 @@ from hookinbox.store.hot_path_postgres import PostgresHotPath
 from hookinbox.store.journal import Journal
 from hookinbox.store.notices import Notices
 from hookinbox.store.outbox import Outbox
+from hookinbox.store.partitions import Partitions
 from hookinbox.store.queue import Queue
 from hookinbox.store.reads import Reads
 from hookinbox.store.receipts import ReceiptCounts
@@ -71,6 +73,7 @@ class Store:
         self.reads = Reads(driver)
         self.receipts = ReceiptCounts(driver)
         self.retention = Retention(driver)
+        self.partitions = Partitions(driver)
         self.rejected = RejectedDeliveries(driver, sealer)
         self.sealed_rows = SealedRows(driver, sealer)
         self.notices = Notices(driver)
@@ -101,8 +104,11 @@ class Store:
         await self._db.close()
 
     async def migrate(self) -> list[str]:
-        """Apply pending numbered migrations; return the names applied."""
-        return await self._db.migrate()
+        """Apply pending numbered migrations; return the names applied. On PostgreSQL,
+        also make the payload partitions of the days ahead that are missing."""
+        applied = await self._db.migrate()
+        await self.partitions.create_ahead()
+        return applied
 
     async def ping(self) -> None:
         """Raise StoreUnavailable unless the store can commit now."""

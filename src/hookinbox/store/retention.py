@@ -7,10 +7,13 @@ worker holds), so a large purge never delays the receiver's commits.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
+from hookinbox.ids import delivery_id_floor
+from hookinbox.store.dialect import POSTGRES
 from hookinbox.store.sql import Sql, Tx, count, rows
-from hookinbox.store.statements import load_statements
+from hookinbox.store.statements import load_postgres_statements, load_statements
 
 if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
@@ -25,39 +28,71 @@ _DELIVERY_BATCH = _SQL["delivery_batch"]
 _DROP_EFFECTS = _SQL["drop_effects"]
 _DROP_SUPERSEDED = _SQL["drop_superseded"]
 _DROP_DELIVERIES = _SQL["drop_deliveries"]
+_PARTITIONED = load_postgres_statements("partitions")
+_DEFAULT_COUNT = _PARTITIONED["count_default_payloads"]
+_DEFAULT_BATCH = _PARTITIONED["default_payload_batch"]
+#: A payload partition's span (a UTC day), in seconds.
+PARTITION_SPAN = 86400.0
 
 
-def _purge(batch: Sql, drops: tuple[Sql, ...], age: float, limit: int) -> Tx[int]:
-    ids = [each["id"] for each in (yield rows(batch, age=age, limit=limit))]
+def _purge(batch: Sql, drops: tuple[Sql, ...], age: float, limit: int, **more: object) -> Tx[int]:
+    ids = [each["id"] for each in (yield rows(batch, age=age, limit=limit, **more))]
     if ids:
         for drop in drops:
             yield count(drop, ids=ids)
     return len(ids)
 
 
+#: How far a receiver's clock (which makes delivery ids) may run ahead of the database's
+#: (which stamps last_seen_at) before a journal row is purged later than its retention.
+CLOCK_ALLOWANCE = 3600.0
+
+
+def _journal_ceiling(age: float) -> str:
+    """The id above which no journal row can have been last seen ``age`` seconds ago."""
+    return delivery_id_floor(time.time() - age + CLOCK_ALLOWANCE)
+
+
 class Retention:
     def __init__(self, db: Driver) -> None:
         self._db = db
+        self._partitioned = db.dialect is POSTGRES
+
+    def _payload_statements(self, age: float) -> tuple[Sql, Sql]:
+        """PostgreSQL's payloads retire by the day (store/partitions.py): with a retention
+        of a day or more, the row-by-row path is left only the DEFAULT partition's rows
+        (those held past their day), which makes a purge of the rest delete-free. A
+        shorter retention is kept by rows, as on SQLite: a day's wait would double it."""
+        if self._partitioned and age >= PARTITION_SPAN:
+            return _DEFAULT_COUNT, _DEFAULT_BATCH
+        return _COUNT_PAYLOADS, _PAYLOAD_BATCH
 
     async def count_purgeable_payloads(self, older_than_seconds: float) -> int:
         """Payloads of deliveries whose jobs all completed more than this long ago (or
-        that had no job and were first seen that long ago)."""
-        return int(await self._db.value(_COUNT_PAYLOADS, age=float(older_than_seconds)))
+        that had no job and were first seen that long ago); on PostgreSQL with a
+        retention of a day or more, those of the DEFAULT partition only (the others go
+        with their day's partition)."""
+        age = float(older_than_seconds)
+        return int(await self._db.value(self._payload_statements(age)[0], age=age))
 
     async def purge_payloads(self, older_than_seconds: float, limit: int) -> int:
         """Delete up to ``limit`` of those payloads in one transaction; return how many."""
+        age = float(older_than_seconds)
         drops = (_DROP_PAYLOADS, _MARK_PURGED)
-        return await self._db.run(_purge(_PAYLOAD_BATCH, drops, float(older_than_seconds), limit))
+        return await self._db.run(_purge(self._payload_statements(age)[1], drops, age, limit))
 
     async def count_purgeable_deliveries(self, older_than_seconds: float) -> tuple[int, int]:
         """``(purgeable, held)``: journal rows last seen more than this long ago whose jobs
         all completed, and those as old but kept because a job is unfinished or failed."""
-        found = await self._db.row(_COUNT_DELIVERIES, age=float(older_than_seconds))
+        age = float(older_than_seconds)
+        found = await self._db.row(_COUNT_DELIVERIES, age=age, ceiling=_journal_ceiling(age))
         assert found is not None
         return int(found["purgeable"]), int(found["held"])
 
     async def purge_deliveries(self, older_than_seconds: float, limit: int) -> int:
         """Delete up to ``limit`` purgeable journal rows with their jobs, attempts, payloads
         and ledger rows, in one transaction; return how many deliveries went."""
+        age = float(older_than_seconds)
         drops = (_DROP_EFFECTS, _DROP_SUPERSEDED, _DROP_DELIVERIES)
-        return await self._db.run(_purge(_DELIVERY_BATCH, drops, float(older_than_seconds), limit))
+        ceiling = _journal_ceiling(age)
+        return await self._db.run(_purge(_DELIVERY_BATCH, drops, age, limit, ceiling=ceiling))

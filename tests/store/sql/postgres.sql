@@ -1418,6 +1418,55 @@ SELECT state
 FROM outbox
 WHERE key = $1 FOR UPDATE;
 
+-- name: partitions.count_default_payloads
+-- params: $1 age
+SELECT count(*)
+FROM payloads_default p
+WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
+    - make_interval(secs => $1)
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+      'completed' OR j.completed_at >= now() - make_interval(secs => $1)));
+
+-- name: partitions.create_ahead
+-- params: $1 first, $2 last
+SELECT hookinbox_payload_partitions_ahead($1::date, $2::date);
+
+-- name: partitions.default_payload_batch
+-- params: $1 age, $2 limit
+SELECT p.delivery_id AS id
+FROM payloads_default p
+WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
+    - make_interval(secs => $1)
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+      'completed' OR j.completed_at >= now() - make_interval(secs => $1)))
+LIMIT $2 FOR UPDATE OF p SKIP LOCKED;
+
+-- name: partitions.held
+-- params: $1 lo, $2 hi, $3 age
+SELECT DISTINCT j.delivery_id AS id
+FROM jobs j
+WHERE j.delivery_id >= $1 AND j.delivery_id < $2
+  AND (j.state <> 'completed' OR j.completed_at >= now() - make_interval(secs => $3));
+
+-- name: partitions.listing
+SELECT p.name, p.lo, p.hi, c.reltuples::bigint AS estimate
+FROM hookinbox_payload_partitions() p
+JOIN pg_class c ON c.oid = to_regclass(p.name)
+ORDER BY p.hi NULLS LAST;
+
+-- name: partitions.retirable
+-- params: $1 age
+SELECT p.name, coalesce(p.lo, '') AS lo, p.hi
+FROM hookinbox_payload_partitions() p
+WHERE p.hi IS NOT NULL
+  AND p.hi <= hookinbox_id_floor(now() - make_interval(secs => $1))
+ORDER BY p.hi;
+
+-- name: partitions.retire
+-- params: $1 part, $2 held, $3 wait
+SELECT rows, moved
+FROM hookinbox_retire_payload_partition($1, $2::text[], $3);
+
 -- name: queue.attempts
 -- params: $1 id
 SELECT number, trigger, worker, started_at, ended_at, outcome, error_code, target, http_status,
@@ -1836,13 +1885,14 @@ WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER w AS n, CAST(sum(store
     > $2 OR total > $3);
 
 -- name: retention.count_deliveries
--- params: $1 age
+-- params: $1 ceiling, $2 age
 SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
     COLLATE "default" AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable,
     coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
     COLLATE "default" AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
 FROM deliveries d
-WHERE d.last_seen_at < now() - make_interval(secs => $1);
+WHERE d.id < $1
+  AND d.last_seen_at < now() - make_interval(secs => $2);
 
 -- name: retention.count_payloads
 -- params: $1 age
@@ -1854,13 +1904,15 @@ WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLA
       'completed' OR j.completed_at >= now() - make_interval(secs => $1)));
 
 -- name: retention.delivery_batch
--- params: $1 age, $2 limit
+-- params: $1 ceiling, $2 age, $3 limit
 SELECT d.id
 FROM deliveries d
-WHERE d.last_seen_at < now() - make_interval(secs => $1)
+WHERE d.id < $1
+  AND d.last_seen_at < now() - make_interval(secs => $2)
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.state
       <> 'completed')
-LIMIT $2 FOR UPDATE OF d SKIP LOCKED;
+ORDER BY d.id
+LIMIT $3 FOR UPDATE OF d SKIP LOCKED;
 
 -- name: retention.drop_deliveries
 -- params: $1 ids

@@ -1455,7 +1455,8 @@ SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.de
     coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
      AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
 FROM deliveries d
-WHERE d.last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age;
+WHERE d.id < :ceiling
+  AND d.last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age;
 
 -- name: retention.count_payloads
 SELECT count(*)
@@ -1468,9 +1469,11 @@ WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id ) < (
 -- name: retention.delivery_batch
 SELECT d.id
 FROM deliveries d
-WHERE d.last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age
+WHERE d.id < :ceiling
+  AND d.last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id  AND j.state
       <> 'completed')
+ORDER BY d.id
 LIMIT :limit ;
 
 -- name: retention.drop_deliveries

@@ -11,6 +11,7 @@ and poll only as a fallback. The database clock (``now()``) sets every lease and
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from datetime import datetime
@@ -29,6 +30,8 @@ T = TypeVar("T")
 
 _CONNECT_TIMEOUT = 5.0
 _COMMAND_TIMEOUT = 30.0
+#: A migration's step may scan a large table (a constraint's VALIDATE): no 30 s limit.
+_MIGRATION_TIMEOUT = 6 * 3600.0
 #: Seconds a prepared statement lives on a connection before it is prepared again.
 #: PostgreSQL settles on a generic plan after five executions and keeps it until the
 #: table's statistics change: a plan made while ``deliveries`` was nearly empty (a new
@@ -41,6 +44,8 @@ _STATEMENT_LIFETIME = 5
 #: WAKE` with this statement.
 NOTIFY_CHANNEL = "hookinbox_jobs"
 _NOTIFY = "SELECT pg_notify('hookinbox_jobs', '')"
+#: The line that ends one step of a migration and commits it (:meth:`PostgresDriver.migrate`).
+_MIGRATION_STEP = re.compile(r"^-- hookinbox: commit[ \t]*$", re.MULTILINE)
 
 #: Errors that mean "the database cannot be had right now" (retry later), not "this
 #: statement is wrong": the client's own (a closed or broken connection, a timeout), and
@@ -126,25 +131,41 @@ class PostgresDriver(Driver):
             return bool(await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL"))
 
     async def migrate(self) -> list[str]:
+        """Each migration in its own transaction, under a session lock (one migrator at a
+        time). A migration may be cut into steps by a ``-- hookinbox: commit`` line, each
+        step committed on its own: a step that scans a large table (a VALIDATE) then holds
+        no lock that stops writers, and the version is recorded with the last step, so a
+        migration stopped half-way runs again from its first step (its steps are written
+        to be run again)."""
         applied: list[str] = []
-        async with self._conn() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('hookinbox_migrate'))")
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                " version integer PRIMARY KEY, name text NOT NULL,"
-                " applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
-            for migration in load_migrations("hookinbox.store.postgres", POSTGRES):
-                if migration.version in done:
-                    continue
-                await conn.execute(migration.sql)
+        async with self._conn() as conn:
+            await conn.execute("SELECT pg_advisory_lock(hashtext('hookinbox_migrate'))")
+            try:
                 await conn.execute(
-                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                    migration.version,
-                    migration.name,
+                    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                    " version integer PRIMARY KEY, name text NOT NULL,"
+                    " applied_at timestamptz NOT NULL DEFAULT now())"
                 )
-                applied.append(migration.name)
+                done = {
+                    r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")
+                }
+                for migration in load_migrations("hookinbox.store.postgres", POSTGRES):
+                    if migration.version in done:
+                        continue
+                    *first, last = _MIGRATION_STEP.split(migration.sql)
+                    for step in first:
+                        async with conn.transaction():
+                            await conn.execute(step, timeout=_MIGRATION_TIMEOUT)
+                    async with conn.transaction():
+                        await conn.execute(last, timeout=_MIGRATION_TIMEOUT)
+                        await conn.execute(
+                            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                            migration.version,
+                            migration.name,
+                        )
+                    applied.append(migration.name)
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(hashtext('hookinbox_migrate'))")
         return applied
 
     async def ping(self) -> None:

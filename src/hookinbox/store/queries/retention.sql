@@ -41,20 +41,28 @@ WHERE id {in:ids};
 
 -- name: count_deliveries
 -- A journal row may go once it was last seen before the cutoff and all its jobs completed;
--- the others as old are held.
+-- the others as old are held. The walk is over the primary key up to :ceiling (the id of
+-- the cutoff, plus an allowance for the receivers' clocks): a row last seen before the
+-- cutoff was first seen before it, and ids are first-seen ordered. No index on
+-- last_seen_at: every duplicate updates it (020).
 SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
     {collate:default} AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable,
     coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
     {collate:default} AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
 FROM deliveries d
-WHERE d.last_seen_at < {now} - {secs:age};
+WHERE d.id < :ceiling
+  AND d.last_seen_at < {now} - {secs:age};
 
 -- name: delivery_batch
+-- Oldest ids first (see count_deliveries); what a batch skips (held rows, rows seen again)
+-- is walked again by the next one, a few rows against the batch's thousand.
 SELECT d.id
 FROM deliveries d
-WHERE d.last_seen_at < {now} - {secs:age}
+WHERE d.id < :ceiling
+  AND d.last_seen_at < {now} - {secs:age}
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default} AND j.state
       <> 'completed')
+ORDER BY d.id
 LIMIT :limit {skip_locked:d};
 
 -- name: drop_effects
