@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import datetime
 
-from hookinbox.ids import job_id, new_delivery_id
+from hookinbox.ids import delivery_id_floor, job_id, new_delivery_id
 from hookinbox.store import NewDelivery, NewJob, Store
 
 
@@ -23,10 +24,12 @@ async def add_delivery(
     max_attempts: int = 3,
     data: object = None,
     body: bytes | None = None,
+    delivery_id: str | None = None,
 ) -> str:
     """A reserved delivery with one accepted job per action; returns the delivery id.
-    ``data`` is the JSON body's ``data`` member; ``body`` replaces the whole body."""
-    delivery_id = new_delivery_id()
+    ``data`` is the JSON body's ``data`` member; ``body`` replaces the whole body;
+    ``delivery_id`` one made at another time (``tests.support.journal.id_at``)."""
+    delivery_id = delivery_id or new_delivery_id()
     if body is None:
         body = json.dumps({"id": event_id, "type": event_type, "data": data or {}}).encode()
     (answer,) = await store.journal.reserve_deliveries(
@@ -46,6 +49,11 @@ async def add_delivery(
     )
     assert answer.outcome == "accepted"
     return delivery_id
+
+
+def id_at(when: datetime, n: int = 0) -> str:
+    """A delivery id as one made at ``when`` would be (the ``n``-th of its millisecond)."""
+    return f"{delivery_id_floor(when.timestamp())}{n:020x}"
 
 
 async def settle_all(store: Store, state: str, *, error: str = "crm_unavailable") -> list[str]:

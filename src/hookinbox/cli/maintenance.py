@@ -96,7 +96,7 @@ def purge(
     for each in report.partitions:
         if each.retired:
             click.echo(
-                f"partition {each.name}: retired, {each.rows} payloads dropped, "
+                f"partition {each.name}: retired, {each.rows - each.held} payloads dropped, "
                 f"{each.held} held (kept in the default partition)"
             )
         elif each.deferred == "dry_run":

@@ -1,0 +1,303 @@
+"""PostgreSQL's payload partitions (one per UTC day of delivery ids): made ahead, retired
+whole with the held payloads kept, a day without a partition still received, and an
+existing store converted in place while it receives. SQLite has none: its purge deletes
+rows, which the last test checks on both stores."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from hookinbox import ops
+from hookinbox.store import Store, open_store_for
+from hookinbox.store.dialect import POSTGRES
+from hookinbox.store.migrations import load_migrations
+from tests.cli.test_ops_cli import hookinbox
+from tests.store.test_contract import new_delivery
+from tests.support.configs import write_config
+from tests.support.database import pg_schema_url
+from tests.support.inbox import make_config
+from tests.support.journal import add_delivery, id_at, settle_all
+
+ACTOR = "cli:tester"
+DAY = 86400.0
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    with pg_schema_url() as url:
+        yield url
+
+
+@pytest.fixture
+async def pg_store(pg_url: str) -> AsyncIterator[Store]:
+    store = open_store_for(pg_url)
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+@contextlib.asynccontextmanager
+async def raw(url: str) -> AsyncIterator[asyncpg.Connection]:
+    conn = await asyncpg.connect(url)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+def _today() -> datetime:
+    return datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+async def _where(conn: asyncpg.Connection, delivery_id: str) -> str | None:
+    """The partition holding the delivery's payload (None: no payload)."""
+    found = await conn.fetchval(
+        "SELECT tableoid::regclass::text FROM payloads WHERE delivery_id = $1", delivery_id
+    )
+    return None if found is None else str(found).rsplit(".", 1)[-1]
+
+
+async def _three_deliveries_days_ago(store: Store) -> dict[str, str]:
+    """Three days ago: one completed, one dead-lettered, one still accepted."""
+    noon = _today() - timedelta(days=3) + timedelta(hours=12)
+    assert await store.partitions.create_ahead(7, today=noon.date() - timedelta(days=1)) >= 2
+    made = {}
+    for n, (name, state) in enumerate(
+        (("done", "completed"), ("dead", "failed"), ("waiting", None))
+    ):
+        made[name] = await add_delivery(store, f"evt_{name}", delivery_id=id_at(noon, n))
+        if state is not None:
+            await settle_all(store, state)
+    return made
+
+
+async def test_a_day_past_the_retention_retires_and_its_held_payloads_stay(
+    pg_store: Store, pg_url: str
+) -> None:
+    made = await _three_deliveries_days_ago(pg_store)
+    day = "payloads_p" + (_today() - timedelta(days=3)).strftime("%Y%m%d")
+    async with raw(pg_url) as conn:
+        assert {await _where(conn, i) for i in made.values()} == {day}
+
+    # Retention 0: the completed job's payload may go (with a day's retention it would be
+    # held a day after its completion, in DEFAULT).
+    retired = await pg_store.partitions.retire(0)
+    mine = next(each for each in retired if each.name == day)
+    assert (mine.retired, mine.rows, mine.held) == (True, 3, 2)
+    assert day not in {p.name for p in await pg_store.partitions.listing()}
+    async with raw(pg_url) as conn:
+        assert await _where(conn, made["done"]) is None
+        assert await _where(conn, made["dead"]) == "payloads_default"
+        assert await _where(conn, made["waiting"]) == "payloads_default"
+        assert await conn.fetchval("SELECT to_regclass($1)", day) is None
+
+    # The journal says so, without a mark: a payload is retained while its row exists.
+    done = await pg_store.journal.get_delivery("evt_done")
+    assert done is not None and not done.payload_retained
+    # A late redelivery of a retired day is still a duplicate (the journal's key).
+    again = await add_delivery_answer(pg_store, "evt_done")
+    assert again == "duplicate"
+    # The dead letter retried after its day retired still has its body.
+    config = make_config(pg_url)
+    await ops.dlq_retry(pg_store, config, f"{made['dead']}:count", actor=ACTOR)
+    (claimed,) = [
+        c for c in await pg_store.queue.claim_due_jobs("w", 10, 30) if c.delivery_id == made["dead"]
+    ]
+    assert claimed.body is not None and b"evt_dead" in claimed.body
+
+
+async def add_delivery_answer(store: Store, event_id: str) -> str:
+    """The answer to a new delivery of ``event_id`` from add_delivery's source."""
+    again = dataclasses.replace(new_delivery(event_id), source="test")
+    (answer,) = await store.journal.reserve_deliveries([again])
+    return str(answer.outcome)
+
+
+async def test_the_default_partition_rows_go_by_rows_once_their_jobs_complete(
+    pg_store: Store, pg_url: str
+) -> None:
+    made = await _three_deliveries_days_ago(pg_store)
+    await pg_store.partitions.retire(0)
+    for job in await pg_store.queue.claim_due_jobs("w", 10, 30):
+        assert await pg_store.queue.complete_job(job.id, job.lease_token, "b")
+    # With a retention of a day or more, only DEFAULT's rows go by rows (the others with
+    # their day): none of these yet, completed just now.
+    assert await pg_store.retention.count_purgeable_payloads(DAY) == 0
+    assert await pg_store.retention.count_purgeable_payloads(0) == 1
+    assert await pg_store.retention.purge_payloads(0, 100) == 1
+    async with raw(pg_url) as conn:
+        assert await _where(conn, made["waiting"]) is None
+        assert await _where(conn, made["dead"]) == "payloads_default"
+
+
+async def test_a_retirement_waits_for_a_lock_at_most_its_bound_then_goes_next_time(
+    pg_store: Store, pg_url: str
+) -> None:
+    await _three_deliveries_days_ago(pg_store)
+    day = "payloads_p" + (_today() - timedelta(days=3)).strftime("%Y%m%d")
+    async with raw(pg_url) as reader:
+        # A long reader of payloads (a search): the DETACH would queue behind it, and
+        # every insert behind the DETACH; it gives up after lock_wait instead.
+        tx = reader.transaction()
+        await tx.start()
+        await reader.fetchval("SELECT count(*) FROM payloads")
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        retired = await pg_store.partitions.retire(0, lock_wait="100ms")
+        waited = loop.time() - started
+        await tx.rollback()
+    mine = next(each for each in retired if each.name == day)
+    assert (mine.retired, mine.deferred) == (False, "lock")
+    assert waited < 5
+    assert day in {p.name for p in await pg_store.partitions.listing()}
+    # Nothing half done: every payload is where it was.
+    async with raw(pg_url) as conn:
+        assert await conn.fetchval("SELECT count(*) FROM payloads_default") == 0
+    again = await pg_store.partitions.retire(0)
+    assert next(each for each in again if each.name == day).retired
+
+
+async def test_a_delivery_whose_day_has_no_partition_still_lands_and_moves_in_later(
+    pg_store: Store, pg_url: str
+) -> None:
+    today = "payloads_p" + _today().strftime("%Y%m%d")
+    async with raw(pg_url) as conn:
+        await conn.execute(f"ALTER TABLE payloads DETACH PARTITION {today}")
+        await conn.execute(f"DROP TABLE {today}")
+    delivery = await add_delivery(pg_store, "evt_orphan")
+    async with raw(pg_url) as conn:
+        assert await _where(conn, delivery) == "payloads_default"
+    assert await pg_store.partitions.create_ahead() == 1
+    async with raw(pg_url) as conn:
+        assert await _where(conn, delivery) == today
+    (claimed,) = await pg_store.queue.claim_due_jobs("w", 10, 30)
+    assert claimed.body is not None and b"evt_orphan" in claimed.body
+    assert await pg_store.partitions.create_ahead() == 0  # there: one catalog query
+
+
+_MIGRATIONS_TABLE = (
+    "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+    " applied_at timestamptz NOT NULL DEFAULT now())"
+)
+
+
+async def test_a_store_at_018_with_rows_converts_in_place_while_receiving(pg_url: str) -> None:
+    async with raw(pg_url) as conn:
+        await conn.execute(_MIGRATIONS_TABLE)
+        for migration in load_migrations("hookinbox.store.postgres", POSTGRES):
+            if migration.version <= 18:
+                await conn.execute(migration.sql)
+                await conn.execute(
+                    "INSERT INTO schema_migrations VALUES ($1, $2)",
+                    migration.version,
+                    migration.name,
+                )
+    old = open_store_for(pg_url)
+    await old.open(migrate=False)
+    receiver = open_store_for(pg_url)
+    await receiver.open(migrate=False)
+    try:
+        before = [await add_delivery(old, f"evt_old_{i}") for i in range(50)]
+        await settle_all(old, "completed")
+        # Receiving goes on while the migration runs, and never fails.
+        received: list[str] = []
+        migrating = asyncio.create_task(old.migrate())
+        while not migrating.done() or len(received) < 20:
+            received.append(await add_delivery(receiver, f"evt_new_{len(received)}"))
+        applied = await migrating
+        assert [name.split("_")[0] for name in applied] == ["019", "020", "021"]
+    finally:
+        await receiver.close()
+        await old.close()
+
+    async with raw(pg_url) as conn:
+        assert (
+            await conn.fetchval(
+                "SELECT relkind::text FROM pg_class WHERE oid = 'payloads'::regclass"
+            )
+            == "p"
+        )
+        places = {await _where(conn, i) for i in before + received}
+        assert places == {"payloads_legacy"}
+        # The foreign key is gone from the old table (a trigger keeps its cascade).
+        assert (
+            await conn.fetchval(
+                "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
+                " AND conrelid IN ('payloads'::regclass, 'payloads_legacy'::regclass)"
+            )
+            == 0
+        )
+        assert (
+            await conn.fetchval(
+                "SELECT count(*) FROM pg_indexes WHERE indexname = 'deliveries_last_seen_idx'"
+                " AND schemaname = current_schema()"
+            )
+            == 0
+        )
+
+    store = open_store_for(pg_url)
+    await store.open()
+    try:
+        view = await store.journal.get_delivery("evt_old_0")
+        assert view is not None and view.payload_retained
+        # The old table is a partition like a day: it retires whole once past the retention
+        # (a negative retention stands for the days passing).
+        retired = await store.partitions.retire(-2 * DAY)
+        legacy = next(each for each in retired if each.name == "payloads_legacy")
+        assert legacy.retired and legacy.rows == len(before) + len(received)
+        assert legacy.held == len(received)  # their jobs are still accepted
+        # A journal row deleted takes its payload (DEFAULT now) with it, by the trigger.
+        async with raw(pg_url) as conn:
+            await conn.execute("DELETE FROM deliveries WHERE id = $1", received[0])
+            assert await _where(conn, received[0]) is None
+    finally:
+        await store.close()
+
+
+def test_cli_purge_reports_the_partitions_it_retired(pg_url: str, tmp_path: Path) -> None:
+    async def prepare() -> None:
+        store = open_store_for(pg_url)
+        await store.open()
+        try:
+            await _three_deliveries_days_ago(store)
+        finally:
+            await store.close()
+
+    asyncio.run(prepare())
+    route = {"events": ["*"], "action": "count", "handler": "tests.support.handlers:count"}
+    config = write_config(tmp_path / "hookinbox.toml", pg_url, routes=[route])
+    day = "payloads_p" + (_today() - timedelta(days=3)).strftime("%Y%m%d")
+    # The completed one's payload may go at once (with the default 24 h it would be held a
+    # day after its completion, as the row-by-row purge keeps it).
+    done = hookinbox(config, "purge", "--payloads-only", "--older-than", "0s")
+    assert done.returncode == 0, done.stderr
+    assert f"partition {day}: retired, 1 payloads dropped, 2 held" in done.stdout, done.stdout
+    assert "partitions: retired" in done.stdout
+    again = hookinbox(config, "purge", "--payloads-only", "--older-than", "0s", "--json")
+    report: dict[str, Any] = json.loads(again.stdout)
+    assert day not in {each["name"] for each in report["partitions"]}
+
+
+async def test_sqlite_has_no_partitions_and_its_purge_deletes_rows(
+    store: Store, db_url: str
+) -> None:
+    if db_url.startswith("postgresql"):
+        assert store.partitions.enabled
+        return
+    assert not store.partitions.enabled
+    await add_delivery(store, "evt_done")
+    await settle_all(store, "completed")
+    report = await ops.purge(store, make_config(db_url), payloads_only=True, older_than=0)
+    assert report.partitions == [] and report.steps[0].deleted == 1
