@@ -20,7 +20,9 @@ Per old delivery (row ``i`` of ``n``, oldest first):
   job completed, so ``hookinbox purge --payloads-only --older-than 1d`` drops exactly
   those payloads.
 
-PostgreSQL: ``INSERT ... SELECT FROM generate_series`` per table per chunk of 500,000,
+PostgreSQL: the payloads' day partitions of the filled days made first (each day's
+payloads in its partition, as a store that ran for a month holds them), then
+``INSERT ... SELECT FROM generate_series`` per table per chunk of 500,000,
 with ``session_replication_role = replica`` (the foreign-key triggers off: the rows are
 consistent by construction), then ``VACUUM ANALYZE`` (this server runs with autovacuum
 off; a long-running store would have been vacuumed) and ``CHECKPOINT``, so the
@@ -32,6 +34,7 @@ recursive CTE per chunk, one transaction each, ``synchronous = OFF`` for the fil
 from __future__ import annotations
 
 import asyncio
+import datetime
 import sqlite3
 import time
 from collections.abc import Callable
@@ -149,6 +152,13 @@ async def _fill_pg(db: str, plan: FillPlan, say: Callable[[str], None]) -> FillR
     first_payload = plan.rows - plan.payloads
     try:
         t0 = time.monotonic()
+        # The payloads' day partitions (migration 019) of the days filled: otherwise their
+        # rows land in DEFAULT, which holds only the payloads kept past their day.
+        first_day = time.gmtime(plan.base_ms / 1000)
+        await conn.execute(
+            "SELECT hookinbox_payload_partitions_ahead($1::date, (now() AT TIME ZONE 'UTC')::date)",
+            datetime.date(first_day.tm_year, first_day.tm_mon, first_day.tm_mday),
+        )
         await conn.execute("SET session_replication_role = replica")
         for lo in range(0, plan.rows, CHUNK):
             hi = min(lo + CHUNK, plan.rows) - 1

@@ -1464,7 +1464,7 @@ ORDER BY p.hi;
 
 -- name: partitions.retire
 -- params: $1 part, $2 held, $3 wait
-SELECT rows, moved
+SELECT rows, moved, locked_ms
 FROM hookinbox_retire_payload_partition($1, $2::text[], $3);
 
 -- name: queue.attempts

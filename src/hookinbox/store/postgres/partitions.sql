@@ -33,8 +33,9 @@ WHERE j.delivery_id >= :lo AND j.delivery_id < :hi
 
 -- name: retire
 -- One short transaction: DETACH, the held payloads back through the parent (into
--- DEFAULT), DROP; rows and moved NULL when a lock was not had within :wait.
-SELECT rows, moved
+-- DEFAULT), DROP; rows and moved NULL when a lock was not had within :wait; locked_ms:
+-- how long payloads was locked against writers.
+SELECT rows, moved, locked_ms
 FROM hookinbox_retire_payload_partition(:part, :held::text[], :wait);
 
 -- name: count_default_payloads

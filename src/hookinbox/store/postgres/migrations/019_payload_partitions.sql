@@ -78,15 +78,17 @@ $$;
 
 -- Retires one range partition: in this one transaction, DETACH it, insert its ``held``
 -- payloads (and those of jobs unfinished or failed now) back through the parent (they
--- land in DEFAULT), DROP it. Answers (rows, moved), or NULL when a lock was not had
--- within ``wait`` (the transaction changed nothing; try again later). The row count is
--- taken before the detach, under no lock that stops a writer.
+-- land in DEFAULT), DROP it. Answers (rows, moved, locked_ms: how long payloads was
+-- locked against writers), or NULL rows when a lock was not had within ``wait`` (the
+-- transaction changed nothing; try again later). The row count is taken before the
+-- detach, under no lock that stops a writer.
 CREATE OR REPLACE FUNCTION hookinbox_retire_payload_partition(part text, held text[], wait text,
-    OUT rows bigint, OUT moved bigint)
+    OUT rows bigint, OUT moved bigint, OUT locked_ms float8)
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
     part_lo text;
     part_hi text;
+    locked timestamptz;
 BEGIN
     SELECT coalesce(p.lo, ''), p.hi INTO part_lo, part_hi
     FROM hookinbox_payload_partitions() p WHERE p.name = part AND p.hi IS NOT NULL;
@@ -98,20 +100,25 @@ BEGIN
     PERFORM set_config('lock_timeout', wait, true);
     BEGIN
         EXECUTE format('SELECT count(*) FROM %I', part) INTO rows;
+        locked := clock_timestamp();
         EXECUTE format('ALTER TABLE payloads DETACH PARTITION %I', part);
-        EXECUTE format($q$INSERT INTO payloads SELECT * FROM %I p
-            WHERE p.delivery_id = ANY ($1) OR p.delivery_id IN (
+        -- By the partition's key, one probe per held delivery: never a scan of the day.
+        EXECUTE format($q$INSERT INTO payloads SELECT p.* FROM (
+                SELECT unnest($1) AS id
+                UNION
                 SELECT j.delivery_id FROM jobs j WHERE j.state = 'accepted'
                     AND j.delivery_id >= $2 AND j.delivery_id < $3
-                UNION ALL
+                UNION
                 SELECT j.delivery_id FROM jobs j WHERE j.state = 'processing'
                     AND j.delivery_id >= $2 AND j.delivery_id < $3
-                UNION ALL
+                UNION
                 SELECT j.delivery_id FROM jobs j WHERE j.state = 'failed'
-                    AND j.delivery_id >= $2 AND j.delivery_id < $3)$q$, part)
+                    AND j.delivery_id >= $2 AND j.delivery_id < $3
+            ) h JOIN %I p ON p.delivery_id = h.id$q$, part)
             USING held, part_lo, part_hi;
         GET DIAGNOSTICS moved = ROW_COUNT;
         EXECUTE format('DROP TABLE %I', part);
+        locked_ms := extract(epoch FROM clock_timestamp() - locked) * 1000;
     EXCEPTION WHEN lock_not_available THEN
         rows := NULL;
         moved := NULL;
