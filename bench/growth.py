@@ -12,7 +12,8 @@ Per store, on ONE store that grows through the phases:
 3. ``purging``: ``hookinbox purge --payloads-only --older-than 1d`` (the payloads of the
    newest ``--growth-purge`` old deliveries, 1,000,000 by default) starts, and wrk runs
    back to back until it ends: the receive rate while a large purge runs, and how long
-   the purge took under that load;
+   the purge took under that load (on PostgreSQL, whose fill puts each day's payloads
+   in its day partition, the purge retires those days whole: docs/store.md, "Partitions");
 4. ``after purge``: the same runs again (the deleted payloads are dead rows now).
 
 The figures: median answers/s and p99 per phase, each phase ÷ empty (aim: N rows within

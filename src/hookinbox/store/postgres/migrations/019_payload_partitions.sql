@@ -56,6 +56,8 @@ BEGIN
     IF to_regclass('payloads_default') IS NULL THEN
         RETURN 0;
     END IF;
+    -- One maker or retirer at a time (two purges on two hosts); the checks below are quick.
+    PERFORM pg_advisory_xact_lock(hashtext('hookinbox_payload_partitions'));
     FOR day IN SELECT generate_series(first, last, interval '1 day')::date LOOP
         day_lo := hookinbox_id_floor(day::timestamp AT TIME ZONE 'UTC');
         day_hi := hookinbox_id_floor((day + 1)::timestamp AT TIME ZONE 'UTC');
@@ -99,6 +101,12 @@ BEGIN
     END IF;
     PERFORM set_config('lock_timeout', wait, true);
     BEGIN
+        PERFORM pg_advisory_xact_lock(hashtext('hookinbox_payload_partitions'));
+        IF to_regclass(part) IS NULL THEN  -- another purge retired it meanwhile
+            rows := 0;
+            moved := 0;
+            RETURN;
+        END IF;
         EXECUTE format('SELECT count(*) FROM %I', part) INTO rows;
         locked := clock_timestamp();
         EXECUTE format('ALTER TABLE payloads DETACH PARTITION %I', part);
