@@ -142,6 +142,27 @@ async def test_the_default_partition_rows_go_by_rows_once_their_jobs_complete(
         assert await _where(conn, made["dead"]) == "payloads_default"
 
 
+async def test_a_day_that_cannot_retire_for_a_day_is_purged_by_rows(
+    pg_store: Store, pg_url: str
+) -> None:
+    made = await _three_deliveries_days_ago(pg_store)
+    day = "payloads_p" + (_today() - timedelta(days=3)).strftime("%Y%m%d")
+    async with raw(pg_url) as conn:  # as if received and completed three days ago
+        await conn.execute("UPDATE deliveries SET first_seen_at = now() - interval '3 days'")
+        await conn.execute(
+            "UPDATE jobs SET completed_at = now() - interval '3 days' WHERE state = 'completed'"
+        )
+    retired = await pg_store.partitions.retire(DAY, max_held=1)
+    mine = next(each for each in retired if each.name == day)
+    assert (mine.retired, mine.deferred, mine.held) == (False, "held", 2)
+    # Its day is more than a day past the cutoff: the row-by-row path takes what may go.
+    assert await pg_store.retention.count_purgeable_payloads(DAY) == 1
+    assert await pg_store.retention.purge_payloads(DAY, 100) == 1
+    async with raw(pg_url) as conn:
+        assert await _where(conn, made["done"]) is None
+        assert await _where(conn, made["dead"]) == day
+
+
 async def test_a_retirement_waits_for_a_lock_at_most_its_bound_then_goes_next_time(
     pg_store: Store, pg_url: str
 ) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from hookinbox.store import Store
 from hookinbox.store.dialect import POSTGRES
-from hookinbox.store.retention import _DEFAULT_BATCH, _DELIVERY_BATCH, _PAYLOAD_BATCH
+from hookinbox.store.retention import _DELIVERY_BATCH, _OVERDUE_BATCH, _PAYLOAD_BATCH
 from hookinbox.store.sql import Sql, Tx, rows
 
 _PARAMS: dict[str, Any] = {"age": 3600.0, "limit": 1000, "ceiling": "dlv_0190"}
@@ -64,11 +64,11 @@ async def test_a_journal_purge_batch_checks_each_deliverys_jobs_by_index(store: 
     assert not any("last_seen_idx" in line for line in plan), plan
 
 
-async def test_postgres_default_partition_batch_finds_deliveries_and_jobs_by_index(
+async def test_postgres_overdue_payload_batch_finds_deliveries_and_jobs_by_index(
     store: Store,
 ) -> None:
     if store._db.dialect is not POSTGRES:
         return  # SQLite has no partitions
-    plan = await _plan(store, _DEFAULT_BATCH)
+    plan = await _plan(store, _OVERDUE_BATCH)
     assert not _scans_whole(plan, "deliveries", "d"), plan
     assert not _scans_whole(plan, "jobs", "j"), plan

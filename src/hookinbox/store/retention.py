@@ -29,8 +29,8 @@ _DROP_EFFECTS = _SQL["drop_effects"]
 _DROP_SUPERSEDED = _SQL["drop_superseded"]
 _DROP_DELIVERIES = _SQL["drop_deliveries"]
 _PARTITIONED = load_postgres_statements("partitions")
-_DEFAULT_COUNT = _PARTITIONED["count_default_payloads"]
-_DEFAULT_BATCH = _PARTITIONED["default_payload_batch"]
+_OVERDUE_COUNT = _PARTITIONED["count_overdue_payloads"]
+_OVERDUE_BATCH = _PARTITIONED["overdue_payload_batch"]
 #: A payload partition's span (a UTC day), in seconds.
 PARTITION_SPAN = 86400.0
 
@@ -58,28 +58,32 @@ class Retention:
         self._db = db
         self._partitioned = db.dialect is POSTGRES
 
-    def _payload_statements(self, age: float) -> tuple[Sql, Sql]:
+    def _payload_statements(self, age: float) -> tuple[Sql, Sql, dict[str, object]]:
         """PostgreSQL's payloads retire by the day (store/partitions.py): with a retention
-        of a day or more, the row-by-row path is left only the DEFAULT partition's rows
-        (those held past their day), which makes a purge of the rest delete-free. A
-        shorter retention is kept by rows, as on SQLite: a day's wait would double it."""
+        of a day or more, the row-by-row path is left the payloads below the ids of the
+        day before the retirement cutoff: DEFAULT's (held past their day) and a day's that
+        could not retire for a day, which makes a purge of the rest delete-free. A shorter
+        retention is kept by rows, as on SQLite: a day's wait would double it."""
         if self._partitioned and age >= PARTITION_SPAN:
-            return _DEFAULT_COUNT, _DEFAULT_BATCH
-        return _COUNT_PAYLOADS, _PAYLOAD_BATCH
+            ceiling = delivery_id_floor(time.time() - age - PARTITION_SPAN)
+            return _OVERDUE_COUNT, _OVERDUE_BATCH, {"ceiling": ceiling}
+        return _COUNT_PAYLOADS, _PAYLOAD_BATCH, {}
 
     async def count_purgeable_payloads(self, older_than_seconds: float) -> int:
         """Payloads of deliveries whose jobs all completed more than this long ago (or
         that had no job and were first seen that long ago); on PostgreSQL with a
-        retention of a day or more, those of the DEFAULT partition only (the others go
-        with their day's partition)."""
+        retention of a day or more, only those the day partitions' retirement leaves
+        (see :meth:`_payload_statements`)."""
         age = float(older_than_seconds)
-        return int(await self._db.value(self._payload_statements(age)[0], age=age))
+        statement, _, more = self._payload_statements(age)
+        return int(await self._db.value(statement, age=age, **more))
 
     async def purge_payloads(self, older_than_seconds: float, limit: int) -> int:
         """Delete up to ``limit`` of those payloads in one transaction; return how many."""
         age = float(older_than_seconds)
         drops = (_DROP_PAYLOADS, _MARK_PURGED)
-        return await self._db.run(_purge(self._payload_statements(age)[1], drops, age, limit))
+        _, batch, more = self._payload_statements(age)
+        return await self._db.run(_purge(batch, drops, age, limit, **more))
 
     async def count_purgeable_deliveries(self, older_than_seconds: float) -> tuple[int, int]:
         """``(purgeable, held)``: journal rows last seen more than this long ago whose jobs

@@ -1418,41 +1418,51 @@ SELECT state
 FROM outbox
 WHERE key = $1 FOR UPDATE;
 
--- name: partitions.count_default_payloads
--- params: $1 age
+-- name: partitions.count_overdue_payloads
+-- params: $1 ceiling, $2 age
 SELECT count(*)
-FROM payloads_default p
-WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
-    - make_interval(secs => $1)
+FROM payloads p
+WHERE p.delivery_id < $1
+  AND (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
+    - make_interval(secs => $2)
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
-      'completed' OR j.completed_at >= now() - make_interval(secs => $1)));
+      'completed' OR j.completed_at >= now() - make_interval(secs => $2)));
 
 -- name: partitions.create_ahead
 -- params: $1 first, $2 last
 SELECT hookinbox_payload_partitions_ahead($1::date, $2::date);
 
--- name: partitions.default_payload_batch
--- params: $1 age, $2 limit
-SELECT p.delivery_id AS id
-FROM payloads_default p
-WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
-    - make_interval(secs => $1)
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
-      'completed' OR j.completed_at >= now() - make_interval(secs => $1)))
-LIMIT $2 FOR UPDATE OF p SKIP LOCKED;
-
 -- name: partitions.held
 -- params: $1 lo, $2 hi, $3 age
-SELECT DISTINCT j.delivery_id AS id
-FROM jobs j
-WHERE j.delivery_id >= $1 AND j.delivery_id < $2
-  AND (j.state <> 'completed' OR j.completed_at >= now() - make_interval(secs => $3));
+SELECT j.delivery_id AS id FROM jobs j
+WHERE j.state = 'accepted' AND j.delivery_id >= $1 AND j.delivery_id < $2
+UNION
+SELECT j.delivery_id FROM jobs j
+WHERE j.state = 'processing' AND j.delivery_id >= $1 AND j.delivery_id < $2
+UNION
+SELECT j.delivery_id FROM jobs j
+WHERE j.state = 'failed' AND j.delivery_id >= $1 AND j.delivery_id < $2
+UNION
+SELECT j.delivery_id FROM jobs j
+WHERE j.state = 'completed' AND j.completed_at >= now() - make_interval(secs => $3)
+  AND j.delivery_id >= $1 AND j.delivery_id < $2;
 
 -- name: partitions.listing
 SELECT p.name, p.lo, p.hi, c.reltuples::bigint AS estimate
 FROM hookinbox_payload_partitions() p
 JOIN pg_class c ON c.oid = to_regclass(p.name)
 ORDER BY p.hi NULLS LAST;
+
+-- name: partitions.overdue_payload_batch
+-- params: $1 ceiling, $2 age, $3 limit
+SELECT p.delivery_id AS id
+FROM payloads p
+WHERE p.delivery_id < $1
+  AND (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
+    - make_interval(secs => $2)
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+      'completed' OR j.completed_at >= now() - make_interval(secs => $2)))
+LIMIT $3 FOR UPDATE OF p SKIP LOCKED;
 
 -- name: partitions.retirable
 -- params: $1 age

@@ -24,12 +24,22 @@ ORDER BY p.hi;
 -- name: held
 -- The deliveries of a partition whose payload stays: a job unfinished, failed, or
 -- completed less than the payload retention ago (a dead-letter retry needs the body).
+-- One branch per state, each the size of its partial index's share (the queue, the dead
+-- letters, the jobs completed within the retention), never a walk over the day's jobs.
 -- Read before the retiring transaction, under no lock that stops a writer; that
 -- transaction adds what became unfinished meanwhile.
-SELECT DISTINCT j.delivery_id AS id
-FROM jobs j
-WHERE j.delivery_id >= :lo AND j.delivery_id < :hi
-  AND (j.state <> 'completed' OR j.completed_at >= {now} - {secs:age});
+SELECT j.delivery_id AS id FROM jobs j
+WHERE j.state = 'accepted' AND j.delivery_id >= :lo AND j.delivery_id < :hi
+UNION
+SELECT j.delivery_id FROM jobs j
+WHERE j.state = 'processing' AND j.delivery_id >= :lo AND j.delivery_id < :hi
+UNION
+SELECT j.delivery_id FROM jobs j
+WHERE j.state = 'failed' AND j.delivery_id >= :lo AND j.delivery_id < :hi
+UNION
+SELECT j.delivery_id FROM jobs j
+WHERE j.state = 'completed' AND j.completed_at >= {now} - {secs:age}
+  AND j.delivery_id >= :lo AND j.delivery_id < :hi;
 
 -- name: retire
 -- One short transaction: DETACH, the held payloads back through the parent (into
@@ -38,21 +48,26 @@ WHERE j.delivery_id >= :lo AND j.delivery_id < :hi
 SELECT rows, moved, locked_ms
 FROM hookinbox_retire_payload_partition(:part, :held::text[], :wait);
 
--- name: count_default_payloads
--- The delete path's share: the payloads the DEFAULT partition holds (those held when their
--- day retired, or received while their day had no partition) that may go now (the rule of
--- retention.sql count_payloads).
+-- name: count_overdue_payloads
+-- The row-by-row path's share: payloads below :ceiling (the ids of a day before the
+-- retirement cutoff), which may go by the rule of retention.sql count_payloads. That is
+-- DEFAULT's (held when their day retired, or received while it had no partition), and a
+-- day's that could not retire for a whole day (too many held payloads, or locks always
+-- busy), such as a converted store's old table still holding many dead letters' bodies.
+-- :ceiling prunes the days in retention away.
 SELECT count(*)
-FROM payloads_default p
-WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < {now}
+FROM payloads p
+WHERE p.delivery_id < :ceiling
+  AND (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < {now}
     - {secs:age}
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
       'completed' OR j.completed_at >= {now} - {secs:age}));
 
--- name: default_payload_batch
+-- name: overdue_payload_batch
 SELECT p.delivery_id AS id
-FROM payloads_default p
-WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < {now}
+FROM payloads p
+WHERE p.delivery_id < :ceiling
+  AND (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < {now}
     - {secs:age}
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
       'completed' OR j.completed_at >= {now} - {secs:age}))
