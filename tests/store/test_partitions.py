@@ -320,5 +320,6 @@ async def test_sqlite_has_no_partitions_and_its_purge_deletes_rows(
     assert not store.partitions.enabled
     await add_delivery(store, "evt_done")
     await settle_all(store, "completed")
-    report = await ops.purge(store, make_config(db_url), payloads_only=True, older_than=0)
+    # -1 s: a job completed within this millisecond is past the retention too.
+    report = await ops.purge(store, make_config(db_url), payloads_only=True, older_than=-1)
     assert report.partitions == [] and report.steps[0].deleted == 1

@@ -30,6 +30,7 @@ _CREATE_AHEAD = _SQL["create_ahead"]
 _LISTING = _SQL["listing"]
 _RETIRABLE = _SQL["retirable"]
 _HELD = _SQL["held"]
+_COUNT_ROWS = _SQL["count_rows"]
 _RETIRE = _SQL["retire"]
 
 #: Days made ahead of today (UTC), so a missing partition is never the receiver's problem.
@@ -125,12 +126,11 @@ class Partitions:
                 why = "dry_run" if dry_run else "held"
                 done.append(Retirement(part["name"], -1, len(held), False, why))
                 continue
+            found = int(await self._db.value(_COUNT_ROWS, part=part["name"]))
             result = await self._db.row(_RETIRE, part=part["name"], held=held, wait=lock_wait)
             assert result is not None
-            if result["rows"] is None:
-                done.append(Retirement(part["name"], -1, len(held), False, "lock"))
+            if result["moved"] is None:
+                done.append(Retirement(part["name"], found, len(held), False, "lock"))
             else:
-                done.append(
-                    Retirement(part["name"], int(result["rows"]), int(result["moved"]), True)
-                )
+                done.append(Retirement(part["name"], found, int(result["moved"]), True))
         return done

@@ -1428,6 +1428,10 @@ WHERE p.delivery_id < $1
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
       'completed' OR j.completed_at >= now() - make_interval(secs => $2)));
 
+-- name: partitions.count_rows
+-- params: $1 part
+SELECT hookinbox_partition_rows($1);
+
 -- name: partitions.create_ahead
 -- params: $1 first, $2 last
 SELECT hookinbox_payload_partitions_ahead($1::date, $2::date);
@@ -1474,7 +1478,7 @@ ORDER BY p.hi;
 
 -- name: partitions.retire
 -- params: $1 part, $2 held, $3 wait
-SELECT rows, moved, locked_ms
+SELECT moved, locked_ms
 FROM hookinbox_retire_payload_partition($1, $2::text[], $3);
 
 -- name: queue.attempts

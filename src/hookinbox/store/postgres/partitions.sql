@@ -41,11 +41,15 @@ SELECT j.delivery_id FROM jobs j
 WHERE j.state = 'completed' AND j.completed_at >= {now} - {secs:age}
   AND j.delivery_id >= :lo AND j.delivery_id < :hi;
 
+-- name: count_rows
+-- A partition's rows, counted before its retiring transaction (for the report).
+SELECT hookinbox_partition_rows(:part);
+
 -- name: retire
 -- One short transaction: DETACH, the held payloads back through the parent (into
--- DEFAULT), DROP; rows and moved NULL when a lock was not had within :wait; locked_ms:
--- how long payloads was locked against writers.
-SELECT rows, moved, locked_ms
+-- DEFAULT), DROP; moved NULL when a lock was not had within :wait; locked_ms: how long
+-- payloads was locked against writers.
+SELECT moved, locked_ms
 FROM hookinbox_retire_payload_partition(:part, :held::text[], :wait);
 
 -- name: count_overdue_payloads

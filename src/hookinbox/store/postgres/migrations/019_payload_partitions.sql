@@ -78,36 +78,47 @@ BEGIN
 END;
 $$;
 
+-- The rows of one partition (a count: a scan of it, under no lock that stops a writer).
+CREATE OR REPLACE FUNCTION hookinbox_partition_rows(part text) RETURNS bigint
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+DECLARE
+    found bigint;
+BEGIN
+    IF to_regclass(part) IS NULL THEN
+        RETURN 0;
+    END IF;
+    EXECUTE format('SELECT count(*) FROM %I', part) INTO found;
+    RETURN found;
+END;
+$$;
+
 -- Retires one range partition: in this one transaction, DETACH it, insert its ``held``
 -- payloads (and those of jobs unfinished or failed now) back through the parent (they
--- land in DEFAULT), DROP it. Answers (rows, moved, locked_ms: how long payloads was
--- locked against writers), or NULL rows when a lock was not had within ``wait`` (the
--- transaction changed nothing; try again later). The row count is taken before the
--- detach, under no lock that stops a writer.
+-- land in DEFAULT), DROP it. Answers (moved: the payloads copied back, locked_ms: how
+-- long payloads was locked against writers), or NULL moved when a lock was not had
+-- within ``wait`` (the transaction changed nothing; try again later), 0 and NULL when
+-- the partition is gone already.
 CREATE OR REPLACE FUNCTION hookinbox_retire_payload_partition(part text, held text[], wait text,
-    OUT rows bigint, OUT moved bigint, OUT locked_ms float8)
+    OUT moved bigint, OUT locked_ms float8)
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
     part_lo text;
     part_hi text;
     locked timestamptz;
 BEGIN
+    moved := 0;
     SELECT coalesce(p.lo, ''), p.hi INTO part_lo, part_hi
     FROM hookinbox_payload_partitions() p WHERE p.name = part AND p.hi IS NOT NULL;
     IF NOT FOUND THEN
-        rows := 0;
-        moved := 0;
         RETURN;
     END IF;
     PERFORM set_config('lock_timeout', wait, true);
     BEGIN
+        -- One maker or retirer at a time (two purges on two hosts).
         PERFORM pg_advisory_xact_lock(hashtext('hookinbox_payload_partitions'));
         IF to_regclass(part) IS NULL THEN  -- another purge retired it meanwhile
-            rows := 0;
-            moved := 0;
             RETURN;
         END IF;
-        EXECUTE format('SELECT count(*) FROM %I', part) INTO rows;
         locked := clock_timestamp();
         EXECUTE format('ALTER TABLE payloads DETACH PARTITION %I', part);
         -- By the partition's key, one probe per held delivery: never a scan of the day.
@@ -128,10 +139,8 @@ BEGIN
         EXECUTE format('DROP TABLE %I', part);
         locked_ms := extract(epoch FROM clock_timestamp() - locked) * 1000;
     EXCEPTION WHEN lock_not_available THEN
-        rows := NULL;
         moved := NULL;
     END;
-    PERFORM set_config('lock_timeout', '0', true);
 END;
 $$;
 
