@@ -232,12 +232,31 @@ async def test_a_store_at_018_with_rows_converts_in_place_while_receiving(pg_url
     try:
         before = [await add_delivery(old, f"evt_old_{i}") for i in range(50)]
         await settle_all(old, "completed")
-        # Receiving goes on while the migration runs, and never fails.
+        # Receiving goes on while the migration runs, and never fails; while a long reader
+        # of payloads (a search) keeps the migration from its lock, the receivers do not
+        # queue behind it for longer than its lock_timeout tries.
         received: list[str] = []
-        migrating = asyncio.create_task(old.migrate())
-        while not migrating.done() or len(received) < 20:
+        waits: list[float] = []
+        loop = asyncio.get_running_loop()
+
+        async def receive() -> None:
+            started = loop.time()
             received.append(await add_delivery(receiver, f"evt_new_{len(received)}"))
+            waits.append(loop.time() - started)
+
+        async with raw(pg_url) as reader:
+            search = reader.transaction()
+            await search.start()
+            await reader.fetchval("SELECT count(*) FROM payloads")
+            migrating = asyncio.create_task(old.migrate())
+            while len(received) < 30:
+                await receive()
+            assert not migrating.done()  # it cannot have its lock while the search runs
+            await search.rollback()
+        while not migrating.done() or len(received) < 40:
+            await receive()
         applied = await migrating
+        assert max(waits) < 2.0, waits
         assert [name.split("_")[0] for name in applied] == ["019", "020", "021"]
     finally:
         await receiver.close()

@@ -14,7 +14,10 @@
 --      (that midnight): the validated check proves the range, so the attach scans nothing
 --      (an empty old table, a new store's, is dropped instead).
 -- The old table then retires whole like a day once its rows are past the retention.
--- Steps 1 and 2 may run again (a migration stopped half-way starts over).
+-- Steps 1 and 3 take locks that stop writers, for an instant each: they wait for them at
+-- most 200 ms at a time (writers queue behind a waiting ALTER TABLE), and try again
+-- every half second for a minute before the migration fails. Steps 1 and 2 may run again
+-- (a migration stopped half-way starts over).
 --
 -- The foreign key to deliveries goes: a detached partition keeping it would take locks on
 -- deliveries to drop it (the journal, on every receive). A payload is written in the
@@ -169,10 +172,22 @@ BEGIN
     bound := hookinbox_id_floor(
         (date_trunc('day', (now() + interval '1 hour') AT TIME ZONE 'UTC') + interval '1 day')
         AT TIME ZONE 'UTC');
-    PERFORM set_config('lock_timeout', '5s', true);
-    ALTER TABLE payloads DROP CONSTRAINT IF EXISTS payloads_before_partitions;
-    EXECUTE format('ALTER TABLE payloads ADD CONSTRAINT payloads_before_partitions '
-        'CHECK (delivery_id < %L) NOT VALID', bound);
+    -- A lock that stops writers, for an instant: waited for at most 200 ms at a time (the
+    -- receivers queue behind a waiting ALTER), tried again every half second, a minute long.
+    FOR attempt IN 1..120 LOOP
+        BEGIN
+            PERFORM set_config('lock_timeout', '200ms', true);
+            ALTER TABLE payloads DROP CONSTRAINT IF EXISTS payloads_before_partitions;
+            EXECUTE format('ALTER TABLE payloads ADD CONSTRAINT payloads_before_partitions '
+                'CHECK (delivery_id < %L) NOT VALID', bound);
+            EXIT;
+        EXCEPTION WHEN lock_not_available THEN
+            IF attempt = 120 THEN
+                RAISE;
+            END IF;
+            PERFORM pg_sleep(0.5);
+        END;
+    END LOOP;
 END;
 $$;
 
@@ -196,32 +211,43 @@ BEGIN
     IF (SELECT c.relkind FROM pg_class c WHERE c.oid = to_regclass('payloads')) = 'p' THEN
         RETURN;
     END IF;
-    PERFORM set_config('lock_timeout', '5s', true);
     SELECT substring(pg_get_constraintdef(oid) FROM $r$'([^']*)'$r$) INTO bound
     FROM pg_constraint
     WHERE conrelid = to_regclass('payloads') AND conname = 'payloads_before_partitions';
-    FOR fkey IN SELECT conname FROM pg_constraint
-                WHERE conrelid = to_regclass('payloads') AND contype = 'f' LOOP
-        EXECUTE format('ALTER TABLE payloads DROP CONSTRAINT %I', fkey);
+    -- The swap locks payloads and deliveries against writers for its few statements: each
+    -- try waits at most 200 ms for them, as step 1.
+    FOR attempt IN 1..120 LOOP
+        BEGIN
+            PERFORM set_config('lock_timeout', '200ms', true);
+            FOR fkey IN SELECT conname FROM pg_constraint
+                        WHERE conrelid = to_regclass('payloads') AND contype = 'f' LOOP
+                EXECUTE format('ALTER TABLE payloads DROP CONSTRAINT %I', fkey);
+            END LOOP;
+            ALTER TABLE payloads RENAME TO payloads_legacy;
+            ALTER TABLE payloads_legacy RENAME CONSTRAINT payloads_pkey TO payloads_legacy_pkey;
+            CREATE TABLE payloads (
+                LIKE payloads_legacy INCLUDING DEFAULTS INCLUDING STORAGE,
+                PRIMARY KEY (delivery_id)
+            ) PARTITION BY RANGE (delivery_id);
+            IF EXISTS (SELECT 1 FROM payloads_legacy) THEN
+                EXECUTE format('ALTER TABLE payloads ATTACH PARTITION payloads_legacy '
+                    'FOR VALUES FROM (MINVALUE) TO (%L)', bound);
+                ALTER TABLE payloads_legacy DROP CONSTRAINT payloads_before_partitions;
+            ELSE
+                DROP TABLE payloads_legacy;  -- a new store: days from the first one
+            END IF;
+            CREATE TABLE payloads_default PARTITION OF payloads DEFAULT;
+            PERFORM hookinbox_payload_partitions_ahead((now() AT TIME ZONE 'UTC')::date,
+                (now() AT TIME ZONE 'UTC')::date + 3);
+            CREATE TRIGGER deliveries_delete_payload AFTER DELETE ON deliveries
+                FOR EACH ROW EXECUTE FUNCTION hookinbox_delete_delivery_payload();
+            EXIT;
+        EXCEPTION WHEN lock_not_available THEN
+            IF attempt = 120 THEN
+                RAISE;
+            END IF;
+            PERFORM pg_sleep(0.5);
+        END;
     END LOOP;
-    ALTER TABLE payloads RENAME TO payloads_legacy;
-    ALTER TABLE payloads_legacy RENAME CONSTRAINT payloads_pkey TO payloads_legacy_pkey;
-    CREATE TABLE payloads (
-        LIKE payloads_legacy INCLUDING DEFAULTS INCLUDING STORAGE,
-        PRIMARY KEY (delivery_id)
-    ) PARTITION BY RANGE (delivery_id);
-    IF EXISTS (SELECT 1 FROM payloads_legacy) THEN
-        EXECUTE format('ALTER TABLE payloads ATTACH PARTITION payloads_legacy '
-            'FOR VALUES FROM (MINVALUE) TO (%L)', bound);
-        ALTER TABLE payloads_legacy DROP CONSTRAINT payloads_before_partitions;
-    ELSE
-        DROP TABLE payloads_legacy;  -- a new store: days from the first one
-    END IF;
-    CREATE TABLE payloads_default PARTITION OF payloads DEFAULT;
-    PERFORM hookinbox_payload_partitions_ahead((now() AT TIME ZONE 'UTC')::date,
-        (now() AT TIME ZONE 'UTC')::date + 3);
 END;
 $$;
-
-CREATE TRIGGER deliveries_delete_payload AFTER DELETE ON deliveries
-    FOR EACH ROW EXECUTE FUNCTION hookinbox_delete_delivery_payload();
