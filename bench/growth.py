@@ -210,13 +210,21 @@ def bench_growth(kind: str, rows: int, purge_payloads: int, bench: Bench) -> Gro
         result.purge_seconds = time.monotonic() - t0
         text = purge_log.read_text(errors="replace").strip()
         result.purge_report = text.splitlines()[-1] if text else f"exit {purge.returncode}"
+        # PostgreSQL retires whole days: one line per day, then "partitions: retired N".
+        dropped = sum(int(n) for n in re.findall(r"retired, (\d+) payloads dropped", text))
+        retired = re.search(r"^partitions: .*$", text, re.MULTILINE)
+        if retired:
+            result.purge_report = (
+                f"{retired.group(0)} ({dropped:,} payloads); {result.purge_report}"
+            )
         if purge.returncode != 0:
             result.notes.append(f"purge exited {purge.returncode}: {result.purge_report}")
         log(f"[{label}] purge: {result.purge_report} ({result.purge_seconds:.0f} s)")
-        deleted = re.search(r"deleted (\d+)", result.purge_report or "")
-        if deleted and int(deleted.group(1)) != plan.payloads:
+        deleted = re.search(r"payloads: deleted (\d+)", result.purge_report or "")
+        if deleted and int(deleted.group(1)) + dropped != plan.payloads:
             result.notes.append(
-                f"purge deleted {deleted.group(1)} payloads, {plan.payloads:,} expected"
+                f"purge deleted {int(deleted.group(1)) + dropped} payloads, "
+                f"{plan.payloads:,} expected"
             )
 
         result.phases.append(runner.phase("after purge", bench.args.runs))
