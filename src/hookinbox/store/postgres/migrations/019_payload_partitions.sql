@@ -46,7 +46,8 @@ $$;
 -- Makes the missing day partitions from ``first`` to ``last`` (UTC days); the number
 -- made. Each is created apart and attached (ATTACH takes no lock that stops inserts); the
 -- payloads the DEFAULT partition took for that day meanwhile move into it first.
-CREATE OR REPLACE FUNCTION hookinbox_payload_partitions_ahead(first date, last date)
+CREATE OR REPLACE FUNCTION hookinbox_payload_partitions_ahead(first date, last date,
+    wait text DEFAULT '300ms')
 RETURNS integer
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
@@ -68,14 +69,23 @@ BEGIN
             SELECT 1 FROM hookinbox_payload_partitions() p
             WHERE p.hi IS NOT NULL AND (p.lo IS NULL OR p.lo < day_hi) AND p.hi > day_lo);
         part := 'payloads_p' || to_char(day, 'YYYYMMDD');
-        EXECUTE format('CREATE TABLE %I (LIKE payloads INCLUDING DEFAULTS INCLUDING STORAGE)',
-            part);
-        EXECUTE format('ALTER TABLE %I ADD PRIMARY KEY (delivery_id)', part);
-        EXECUTE format('WITH moved AS (DELETE FROM payloads_default WHERE delivery_id >= %L '
-            'AND delivery_id < %L RETURNING *) INSERT INTO %I SELECT * FROM moved', day_lo, day_hi, part);
-        EXECUTE format('ALTER TABLE payloads ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
-            part, day_lo, day_hi);
-        made := made + 1;
+        -- The attach scans DEFAULT (small) under a lock that stops its readers (a claim's
+        -- plan locks every partition): waited for at most ``wait``, else the day is made
+        -- next time (today's deliveries land in DEFAULT meanwhile).
+        PERFORM set_config('lock_timeout', wait, true);
+        BEGIN
+            EXECUTE format('CREATE TABLE %I (LIKE payloads INCLUDING DEFAULTS '
+                'INCLUDING STORAGE)', part);
+            EXECUTE format('ALTER TABLE %I ADD PRIMARY KEY (delivery_id)', part);
+            EXECUTE format('WITH moved AS (DELETE FROM payloads_default WHERE delivery_id >= %L'
+                ' AND delivery_id < %L RETURNING *) INSERT INTO %I SELECT * FROM moved',
+                day_lo, day_hi, part);
+            EXECUTE format('ALTER TABLE payloads ATTACH PARTITION %I '
+                'FOR VALUES FROM (%L) TO (%L)', part, day_lo, day_hi);
+            made := made + 1;
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;
+        END;
     END LOOP;
     RETURN made;
 END;
