@@ -43,6 +43,10 @@ from harness import (
 )
 
 ROWS_PER_TXN = 50
+#: The whole statement again with fewer deliveries per statement and commit: what a
+#: receiver's batch size does to PostgreSQL's CPU per delivery (hookinbox's batches at 32
+#: connections hold about 10 here).
+SMALL_BATCHES = (10,)
 CLIENTS = 2
 #: The tables a delivery writes, in the order the receive path writes them.
 TABLES = ("deliveries", "payloads", "jobs")
@@ -53,15 +57,20 @@ SIZES = {False: (400, 3), True: (150, 1)}
 # row number: time-ordered like hookinbox's delivery ids (hookinbox.ids), never reused.
 _KEY = (
     "k AS (SELECT lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1e6)::bigint), 14, '0')"
-    " || lpad(to_hex(:r), 8, '0') AS p)"
+    " || lpad(to_hex(CAST(:r AS bigint)), 8, '0') AS p)"
 )
 _SHA = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
-_ROWS = (
-    f"SELECT 'dlv_' || k.p || lpad(to_hex(g), 4, '0') AS id, 'bench' AS source,"
-    f" 'msg_' || k.p || lpad(to_hex(g), 4, '0') AS event_id, 'invoice.paid' AS event_type,"
-    f" '{_SHA}' AS body_sha256, 1 AS seen, NULL::text AS subject_hash"
-    f" FROM k, generate_series(1, {ROWS_PER_TXN}) AS g"
-)
+
+
+def _rows(n: int) -> str:
+    return (
+        f"SELECT 'dlv_' || k.p || lpad(to_hex(g), 4, '0') AS id, 'bench' AS source,"
+        f" 'msg_' || k.p || lpad(to_hex(g), 4, '0') AS event_id, 'invoice.paid' AS event_type,"
+        f" '{_SHA}' AS body_sha256, 1 AS seen, NULL::text AS subject_hash"
+        f" FROM k, generate_series(1, {n}) AS g"
+    )
+
+
 # A body and headers of the bench's size (harness.make_body: ~300 bytes; a few headers).
 _BODY = 'convert_to(repeat(\'{"type":"invoice.paid","data":{}}\', 9), \'UTF8\')'
 _HEADERS = (
@@ -73,16 +82,20 @@ _DELIVERY_COLS = "id, source, event_id, event_type, body_sha256, delivery_count,
 FLOOR_SCRIPT = f"""\\set r random(1, 2000000000)
 WITH {_KEY}
 INSERT INTO floor_rows ({_DELIVERY_COLS})
-SELECT id, source, event_id, event_type, body_sha256, seen, subject_hash FROM ({_ROWS}) AS input;
+SELECT id, source, event_id, event_type, body_sha256, seen, subject_hash
+FROM ({_rows(ROWS_PER_TXN)}) AS input;
 """
 
 
-def ladder_script(tables: int, *, on_conflict: bool, dup_probe: bool, notify: bool) -> str:
-    """The receive path's statement for ``tables`` of TABLES, in the reserve's shape."""
+def ladder_script(
+    tables: int, *, on_conflict: bool, dup_probe: bool, notify: bool, rows: int = ROWS_PER_TXN
+) -> str:
+    """The receive path's statement for ``tables`` of TABLES, in the reserve's shape,
+    ``rows`` deliveries per statement (and transaction)."""
     conflict = " ON CONFLICT (source, event_id) DO NOTHING" if on_conflict else ""
     ctes = [
         _KEY,
-        f"input AS ({_ROWS})",
+        f"input AS ({_rows(rows)})",
         f"ins AS (INSERT INTO deliveries ({_DELIVERY_COLS})"
         f" SELECT id, source, event_id, event_type, body_sha256, seen, subject_hash FROM input"
         f"{conflict} RETURNING id)",
@@ -95,8 +108,8 @@ def ladder_script(tables: int, *, on_conflict: bool, dup_probe: bool, notify: bo
     if tables >= 3:
         ctes.append(
             "new_jobs AS (INSERT INTO jobs (id, delivery_id, source, action, max_attempts,"
-            " order_key, order_hold) SELECT i.id || ':noop', i.id, i.source, 'noop', 25, NULL,"
-            " false FROM input i JOIN ins ON ins.id = i.id)"
+            " order_key, order_hold) SELECT i.id || ':' || 'noop', i.id, i.source, 'noop',"
+            " 25, NULL, false FROM input i JOIN ins ON ins.id = i.id)"
         )
     tail = ["SELECT count(*) FROM ins"]
     if dup_probe:
@@ -239,14 +252,17 @@ async def _sql(db: str, *statements: str) -> None:
         await conn.close()
 
 
-def _measure(pgbench: str, db: str, script: Path, txns: int) -> float:
-    """One pgbench run from empty tables: the backends' CPU per delivery (µs)."""
+def _measure(pgbench: str, db: str, script: Path, txns: int, rows: int = ROWS_PER_TXN) -> float:
+    """One pgbench run from empty tables: the backends' CPU per delivery (µs). Prepared
+    statements (``-M prepared``), as hookinbox runs its own: planning is not in the
+    figure."""
     import asyncio
 
     asyncio.run(_sql(db, "TRUNCATE floor_rows, deliveries, payloads, jobs CASCADE"))
     cpu = DbBackendCpu(db)
     cpu.start()
-    cmd = [pgbench, "-n", "-f", str(script), "-c", str(CLIENTS), "-j", str(CLIENTS)]
+    cmd = [pgbench, "-n", "-M", "prepared", "-f", str(script)]
+    cmd += ["-c", str(CLIENTS), "-j", str(CLIENTS)]
     proc = subprocess.run(
         [*cmd, "-t", str(txns), pg_dsn(db)],
         capture_output=True,
@@ -257,7 +273,7 @@ def _measure(pgbench: str, db: str, script: Path, txns: int) -> float:
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise RuntimeError("pgbench failed: " + " | ".join(tail))
-    return seconds / (CLIENTS * txns * ROWS_PER_TXN) * 1e6
+    return seconds / (CLIENTS * txns * rows) * 1e6
 
 
 def _pass(pgbench: str, db: str, tmp: Path, txns: int) -> list[tuple[str, float | str]]:
@@ -268,13 +284,14 @@ def _pass(pgbench: str, db: str, tmp: Path, txns: int) -> list[tuple[str, float 
     objects = asyncio.run(_strip(db))
     out: list[tuple[str, float | str]] = []
 
-    def step(label: str, script_text: str, *setup: str) -> None:
+    def step(label: str, script_text: str, *setup: str, rows: int = ROWS_PER_TXN) -> None:
         path = tmp / f"pgfloor-{len(out)}.sql"
         path.write_text(script_text)
         try:
             if setup:
                 asyncio.run(_sql(db, *setup))
-            out.append((label, _measure(pgbench, db, path, txns)))
+            runs = txns * ROWS_PER_TXN // rows
+            out.append((label, _measure(pgbench, db, path, runs, rows)))
         except Exception as exc:
             out.append((label, f"{type(exc).__name__}: {exc}"))
 
@@ -294,6 +311,12 @@ def _pass(pgbench: str, db: str, tmp: Path, txns: int) -> list[tuple[str, float 
     step("+ the reserve's duplicate UPDATE probe", ladder_script(3, **shape))
     shape["notify"] = True
     step("+ pg_notify (the reserve's wake-up)", ladder_script(3, **shape))
+    for rows in SMALL_BATCHES:
+        step(
+            f"the same, {rows} deliveries per statement and commit",
+            ladder_script(3, **shape, rows=rows),
+            rows=rows,
+        )
     return out
 
 
