@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -200,6 +201,9 @@ class RunResult:
     #: Server CPU (user + system, its whole process group) spent during the run, per
     #: answered request; None where it could not be read.
     cpu_us_per_req: float | None = None
+    #: PostgreSQL CPU (the backends of the target's database, DbBackendCpu) per answered
+    #: request; None for a target without a PostgreSQL database of its own.
+    pg_cpu_us_per_req: float | None = None
 
     @property
     def ok_per_s(self) -> float:
@@ -252,13 +256,20 @@ def run_wrk(
 def run_wrk_measured(
     wrk: str, server: Proc, reqfile: Path, conns: int, threads: int, seconds: int
 ) -> RunResult:
-    """``run_wrk`` and the server's CPU per answered request over the run."""
+    """``run_wrk``, the server's CPU per answered request over the run and, for a server
+    with a PostgreSQL database of its own (``server.pg_db``), its backends' CPU."""
+    pg = DbBackendCpu(server.pg_db, interval=0.5) if server.pg_db else None
     cpu0 = server.cpu_seconds()
+    if pg is not None:
+        pg.start()
     r = run_wrk(wrk, server.port, reqfile, conns, threads, seconds)
+    pg_s = pg.stop() if pg is not None else None
     cpu1 = server.cpu_seconds()
     answered = r.accepted + r.duplicate + r.ok_other + r.non200
     if cpu0 is not None and cpu1 is not None and answered:
         r.cpu_us_per_req = (cpu1 - cpu0) / answered * 1e6
+    if pg_s is not None and answered:
+        r.pg_cpu_us_per_req = pg_s / answered * 1e6
     return r
 
 
@@ -373,6 +384,73 @@ def server_cpu_seconds(names: tuple[bytes, ...]) -> float:
     return sum(t for name, _, t in _process_times() if name in names) / _CLK_TCK
 
 
+def _db_backend_ns(db: str) -> dict[tuple[int, int], int]:
+    """{(pid, start time): nanoseconds on a CPU} of the PostgreSQL processes serving
+    database ``db``: its client backends and autovacuum workers, whose process titles
+    (``postgres: 15/main: postgres <db> 127.0.0.1(port) idle``) name it. The WAL writer,
+    checkpointer and other databases' backends are left out: another bench's load on the
+    same server is not this database's cost. The time is the scheduler's own count
+    (/proc/PID/schedstat, exact), not the 10 ms ticks of /proc/PID/stat."""
+    found: dict[tuple[int, int], int] = {}
+    needle = db.encode()
+    try:
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return found
+    for pid in entries:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                data = f.read()
+            if data[data.index(b"(") + 1 : data.rindex(b")")] != b"postgres":
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                title = f.read().split(b"\0", 1)[0]
+            if needle not in title.split():
+                continue
+            with open(f"/proc/{pid}/schedstat", "rb") as f:
+                ns = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        # stat field 22 (starttime): a reused pid is another key.
+        fields = data[data.rindex(b")") + 2 :].split()
+        found[(int(pid), int(fields[19]))] = ns
+    return found
+
+
+class DbBackendCpu:
+    """CPU seconds the PostgreSQL backends of one database spend between ``start`` and
+    ``stop``, with backends that come and go: a thread reads them every ``interval``
+    seconds, so a backend that exits (pgbench's, at its end) loses at most its last
+    interval. Connections held open across the span (a server's pool) count exactly."""
+
+    def __init__(self, db: str, interval: float = 0.05) -> None:
+        self.db = db
+        self.interval = interval
+        self._base: dict[tuple[int, int], int] = {}
+        self._last: dict[tuple[int, int], int] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._base = _db_backend_ns(self.db)
+        self._last = dict(self._base)
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._last.update(_db_backend_ns(self.db))
+
+    def stop(self) -> float:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._last.update(_db_backend_ns(self.db))
+        ns = sum(t - self._base.get(key, 0) for key, t in self._last.items())
+        return ns / 1e9
+
+
 class Proc:
     """One subprocess in its own process group; stopped by that pid/pgid only.
 
@@ -386,6 +464,9 @@ class Proc:
         self.logfile = logfile
         self.port = int(cmd[cmd.index("--port") + 1]) if "--port" in cmd else 0
         self.proc: subprocess.Popen[bytes] | None = None
+        #: The PostgreSQL database the server writes to, if it has one of its own: its
+        #: backends' CPU is measured beside the server's (run_wrk_measured).
+        self.pg_db: str | None = None
 
     def log_tail(self, n: int = 8) -> str:
         try:

@@ -35,7 +35,15 @@ from harness import (
     uvicorn_cmd,
     write_requests,
 )
-from peer_targets import PEERS, RowCounter, fresh_peer_db, peer_counter, peer_env, peer_receiver
+from peer_targets import (
+    PEERS,
+    RowCounter,
+    fresh_peer_db,
+    peer_counter,
+    peer_db,
+    peer_env,
+    peer_receiver,
+)
 from tables import HOOKINBOX_SQL, Probe
 
 HOOKINBOX_TARGETS = (
@@ -71,6 +79,10 @@ class Cell:
 
     def med_cpu(self) -> float | None:
         values = [r.cpu_us_per_req for r in self.runs if r.cpu_us_per_req is not None]
+        return statistics.median(values) if values else None
+
+    def med_pg_cpu(self) -> float | None:
+        values = [r.pg_cpu_us_per_req for r in self.runs if r.pg_cpu_us_per_req is not None]
         return statistics.median(values) if values else None
 
 
@@ -111,11 +123,16 @@ def make_server(target: str, bench: Bench) -> tuple[Proc, RowCounter | None]:
             },
         )
         server_env = {**env, "NAIVE_DSN": pg_dsn(db)}
-        return Proc(target, uvicorn_cmd("naive_receiver:app", port), server_env, logfile), counter
+        proc = Proc(target, uvicorn_cmd("naive_receiver:app", port), server_env, logfile)
+        proc.pg_db = db
+        return proc, counter
     if target in PEERS:
         penv = peer_env(target, env, bench.args.pgqueuer_on_conflict)
         fresh_peer_db(target, penv)
-        return peer_receiver(target, port, penv, logfile), peer_counter(target)
+        proc = peer_receiver(target, port, penv, logfile)
+        if target != "celery":
+            proc.pg_db = peer_db(target)
+        return proc, peer_counter(target)
     kind = store_kind_of(target)
     store = fresh_hookinbox_store(kind, f"receive_{kind}", bench.tmp)
     config = hookinbox_config(
@@ -139,7 +156,9 @@ def make_server(target: str, bench: Bench) -> tuple[Proc, RowCounter | None]:
         finally:
             await probe.close()
 
-    return Proc(target, cmd, env, logfile), count
+    proc = Proc(target, cmd, env, logfile)
+    proc.pg_db = store.pg_db
+    return proc, count
 
 
 def check_rows(counter: RowCounter, accepted: int, in_flight: int) -> str:
@@ -239,6 +258,8 @@ def bench_target(target: str, bench: Bench) -> TargetResult:
 
 def _line(r: RunResult) -> str:
     cpu = f"  cpu {r.cpu_us_per_req:5.0f} us/req" if r.cpu_us_per_req is not None else ""
+    if r.pg_cpu_us_per_req is not None:
+        cpu += f"  pg {r.pg_cpu_us_per_req:5.0f} us/req"
     flag = ""
     if r.errors:
         flag = f"  ERRORS non200={r.non200} {r.non200_codes} socket={r.socket_errors}"
@@ -269,11 +290,12 @@ def best_unique_rate(results: dict[str, TargetResult], target: str) -> float | N
 
 def report(results: dict[str, TargetResult], connections: list[int]) -> None:
     print("== receive: answers with HTTP 200 per second (accepted + duplicate), workers off")
-    print("   latency = wrk, request write to answer; cpu = server CPU per answered request")
+    print("   latency = wrk, request write to answer; cpu = server CPU per answered request;")
+    print("   pg = CPU of the PostgreSQL backends of the target's own database per answer")
     print()
     hdr = (
         f"{'target':<23} {'mode':<6} {'conns':>5} {'200/s':>9} {'p50 ms':>7} "
-        f"{'p99 ms':>7} {'cpu us':>7}  {'errors':>6}  runs (200/s)"
+        f"{'p99 ms':>7} {'cpu us':>7} {'pg us':>6}  {'errors':>6}  runs (200/s)"
     )
     print(hdr)
     print("-" * len(hdr))
@@ -290,9 +312,11 @@ def report(results: dict[str, TargetResult], connections: list[int]) -> None:
             each = " ".join(f"{r.ok_per_s / 1000:.1f}k" for r in c.runs)
             cpu = c.med_cpu()
             cpu_s = f"{cpu:7.0f}" if cpu is not None else f"{'n/a':>7}"
+            pg = c.med_pg_cpu()
+            pg_s = f"{pg:6.0f}" if pg is not None else f"{'':>6}"
             print(
                 f"{target:<23} {c.mode:<6} {c.conns:>5} {c.med('ok_per_s'):>9,.0f} "
-                f"{c.med('p50_ms'):>7.2f} {c.med('p99_ms'):>7.2f} {cpu_s}  "
+                f"{c.med('p50_ms'):>7.2f} {c.med('p99_ms'):>7.2f} {cpu_s} {pg_s}  "
                 f"{errors:>6}  {each}"
             )
         for note in tr.notes:
@@ -363,6 +387,19 @@ def report(results: dict[str, TargetResult], connections: list[int]) -> None:
             verdict = "met" if times <= 2 else "NOT met"
             label = "  hookinbox-pg unique cpu/req / ceiling's @32c"
             print(f"{label:<46} {times:.2f}x{'':<23} aim <= 2x: {verdict}")
+
+
+def pg_cpu_per_delivery(results: dict[str, TargetResult]) -> dict[str, float]:
+    """hookinbox's PostgreSQL CPU per accepted delivery (unique ids), by target and
+    connections: the figures set against pgfloor's floor."""
+    out: dict[str, float] = {}
+    for target, tr in results.items():
+        if not target.startswith("hookinbox-") or store_kind_of(target) != "pg":
+            continue
+        for c in tr.cells:
+            if c.mode == "unique" and (us := c.med_pg_cpu()) is not None:
+                out[f"{target} receive, unique ids @{c.conns}c (this run)"] = us
+    return out
 
 
 def to_json(results: dict[str, TargetResult]) -> dict[str, object]:

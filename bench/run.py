@@ -33,6 +33,7 @@ import drain
 import growth
 import latency
 import loadgen
+import pgfloor
 import receive
 import scale_out
 from celery_stack import drop_celery
@@ -245,12 +246,16 @@ def main() -> int:
     scaled: dict[str, object] | None = None
     grown: dict[str, growth.GrowthResult] = {}
     probed: list[dedup_probes.ProbeResult] = []
+    floor: pgfloor.FloorResult | None = None
     try:
         targets = list(args.targets) if "receive" in modes else []
         if "peers" in modes:
             targets += [p for p in args.peers if p not in targets]
         for target in targets:
             received[target] = receive.bench_target(target, bench)
+        if "receive" in modes and any(t.startswith("hookinbox-pg") for t in args.targets):
+            log("[pgfloor] PostgreSQL's floor and cost ladder (pgbench, scratch database)")
+            floor = pgfloor.run(bench)
         receive_rates = {
             t: rate for t in received if (rate := receive.best_unique_rate(received, t)) is not None
         }
@@ -297,6 +302,9 @@ def main() -> int:
     if received:
         receive.report(received, args.connections)
         print()
+    if floor is not None:
+        pgfloor.report(floor, receive.pg_cpu_per_delivery(received))
+        print()
     if piped:
         pipeline.report(piped, receive_rates)
         print()
@@ -324,6 +332,7 @@ def main() -> int:
                     "args": {k: v for k, v in vars(args).items() if k != "json"},
                     "cpu_busy_before": busy,
                     "receive": receive.to_json(received),
+                    "pgfloor": pgfloor.to_json(floor) if floor is not None else None,
                     "pipeline": pipeline.to_json(piped),
                     "latency": latency.to_json(lat),
                     "drain": drain.to_json(drained),

@@ -659,7 +659,14 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ARRAY(S
 -- params: $1 event_id, $2 source
 SELECT id
 FROM deliveries
-WHERE event_id = $1 AND (source = $2 OR $2 IS NULL)
+WHERE event_id = $1 AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL)
+  AND (source = $2 OR $2 IS NULL)
 ORDER BY first_seen_at, id;
 
 -- name: journal.count_search
@@ -707,7 +714,14 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
-         UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = $1
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
       AND (lower(d.event_type) LIKE $2 ESCAPE '\' OR $2 IS NULL)
   AND (d.id >= $3 OR $3 IS NULL)
   AND (d.id < $4 OR $4 IS NULL)
@@ -728,7 +742,14 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
-         UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = $1
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
       AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
       AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
@@ -751,7 +772,14 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
-         UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = $1
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
       AND (lower(d.event_type) LIKE $2 ESCAPE '\' OR $2 IS NULL)
   AND (d.id >= $3 OR $3 IS NULL)
@@ -773,7 +801,14 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
-         UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = $1
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
       AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
@@ -797,7 +832,14 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
-         UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = $1
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
       AND (lower(d.event_type) LIKE $2 ESCAPE '\' OR $2 IS NULL)
   AND (d.id >= $3 OR $3 IS NULL)
@@ -819,7 +861,14 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
-         UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = $1
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
       AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
@@ -928,7 +977,15 @@ SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at,
 d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained
 FROM deliveries d
-WHERE d.id = $1 OR (d.event_id = $1 AND (d.source = $2 OR $2 IS NULL))
+WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
+               UNION ALL SELECT id FROM deliveries WHERE event_id = $1
+                   AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL) AND (source = $2 OR $2 IS NULL))
 ORDER BY (d.id = $1) DESC, d.first_seen_at DESC
 LIMIT 1;
 
@@ -1040,7 +1097,14 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
-         UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = $1
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
   AND (lower(d.event_type) LIKE $2 ESCAPE '\' OR $2 IS NULL)
   AND (d.id >= $3 OR $3 IS NULL)
   AND (d.id < $4 OR $4 IS NULL)
@@ -1064,7 +1128,14 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
-         UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = $1
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
   AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
@@ -1090,7 +1161,14 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
-         UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = $1
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (lower(d.event_type) LIKE $2 ESCAPE '\' OR $2 IS NULL)
   AND (d.id >= $3 OR $3 IS NULL)
@@ -1115,7 +1193,14 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
-         UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = $1
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
@@ -1142,7 +1227,14 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
-         UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = $1
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (lower(d.event_type) LIKE $2 ESCAPE '\' OR $2 IS NULL)
   AND (d.id >= $3 OR $3 IS NULL)
@@ -1167,7 +1259,14 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
-         UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = $1
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))

@@ -354,7 +354,14 @@ RETURNING id, body_sha256;
 -- name: journal.by_event
 SELECT id
 FROM deliveries
-WHERE event_id = :event_id AND (source = :source OR :source IS NULL)
+WHERE event_id = :event_id AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL)
+  AND (source = :source OR :source IS NULL)
 ORDER BY first_seen_at, id;
 
 -- name: journal.count_search
@@ -399,7 +406,14 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
-         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
@@ -419,7 +433,14 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
-         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
       AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
@@ -441,7 +462,14 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
-         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
@@ -462,7 +490,14 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
-         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
       AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
@@ -485,7 +520,14 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
-         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
@@ -506,7 +548,14 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
-         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
       AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
@@ -610,7 +659,15 @@ SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at,
 d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained
 FROM deliveries d
-WHERE d.id = :ref OR (d.event_id = :ref AND (d.source = :source OR :source IS NULL))
+WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
+               UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+                   AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL) AND (source = :source OR :source IS NULL))
 ORDER BY (d.id = :ref) DESC, d.first_seen_at DESC
 LIMIT 1;
 
@@ -715,7 +772,14 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
-         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
@@ -738,7 +802,14 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
-         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
@@ -763,7 +834,14 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
-         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
@@ -787,7 +865,14 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
-         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
@@ -813,7 +898,14 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
-         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
@@ -837,7 +929,14 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
-         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+             AND source IN (WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)

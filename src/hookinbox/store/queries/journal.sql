@@ -25,9 +25,23 @@ CASE
   AND (d.source = :source OR :source IS NULL)
   AND ({include:delivery_status} = :status OR :status IS NULL)
 
+-- fragment: sources
+-- The journal's sources, walked over the first column of the dedup key (source,
+-- event_id): one probe per source, a handful of pages however many rows the journal
+-- holds. An event id alone is found through that key, a probe per source: the receive
+-- path no longer writes an index on event_id by itself for these rare reads.
+WITH RECURSIVE s(source) AS (
+    SELECT (SELECT source FROM deliveries ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT source FROM deliveries WHERE source > s.source ORDER BY source LIMIT 1)
+    FROM s WHERE s.source IS NOT NULL
+)
+SELECT source FROM s WHERE source IS NOT NULL
+
 -- fragment: by_ref
 d.id IN (SELECT id FROM deliveries WHERE id = :ref
-         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
+         UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+             AND source IN ({include:sources}))
 
 -- fragment: by_payload
 -- Retained payloads of the window (the payloads' primary key bounds the walk) whose JSON
@@ -38,7 +52,9 @@ d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
 -- name: get
 SELECT {include:delivery_columns}
 FROM deliveries d
-WHERE d.id = :ref OR (d.event_id = :ref AND (d.source = :source OR :source IS NULL))
+WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
+               UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
+                   AND source IN ({include:sources}) AND (source = :source OR :source IS NULL))
 ORDER BY (d.id = :ref) DESC, d.first_seen_at DESC
 LIMIT 1;
 
@@ -61,7 +77,8 @@ LIMIT :limit;
 -- name: by_event
 SELECT id
 FROM deliveries
-WHERE event_id = :event_id AND (source = :source OR :source IS NULL)
+WHERE event_id = :event_id AND source IN ({include:sources})
+  AND (source = :source OR :source IS NULL)
 ORDER BY first_seen_at, id;
 
 -- name: payload
