@@ -63,6 +63,15 @@ def store_error(exc: BaseException) -> StoreError:
     return StoreUnavailable(f"PostgreSQL unavailable: {type(exc).__name__}")
 
 
+def _usable(conn: Any) -> bool:
+    """Whether a pooled connection can still run statements: a connection the server
+    ended is closed, or already taken back by its pool (its proxy then refuses calls)."""
+    try:
+        return not conn.is_closed()
+    except asyncpg.InterfaceError:
+        return False
+
+
 async def _no_reset(connection: asyncpg.Connection) -> None:
     """Skip asyncpg's per-release reset: our connections carry no session state, and the
     reset is a round trip per request on the hot path."""
@@ -182,8 +191,15 @@ class PostgresDriver(Driver):
         if pool is None:
             raise StoreUnavailable("the store is not open")
         held = self._held
+        conn = None
+        while held and conn is None:
+            conn = held.pop()
+            if not _usable(conn):  # the server ended it meanwhile: the pool makes a new one
+                await self._give_back(conn)
+                conn = None
         try:
-            conn = held.pop() if held else await pool.acquire(timeout=_CONNECT_TIMEOUT)
+            if conn is None:
+                conn = await pool.acquire(timeout=_CONNECT_TIMEOUT)
         except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
             raise store_error(exc) from exc
         try:
@@ -197,7 +213,7 @@ class PostgresDriver(Driver):
             self._pool is pool
             and not self._closing
             and len(held) < HELD_CONNECTIONS
-            and not conn.is_closed()
+            and _usable(conn)
         ):
             held.append(conn)
         else:
@@ -207,12 +223,14 @@ class PostgresDriver(Driver):
     async def _give_back(self, conn: Any) -> None:
         """Release a connection to its pool (closed there if it is broken)."""
         if self._pool is None:
-            conn.terminate()
+            with suppress(asyncpg.InterfaceError):
+                conn.terminate()
             return
         try:
             await self._pool.release(conn)
         except (*_UNAVAILABLE, asyncpg.PostgresError, RuntimeError):
-            conn.terminate()
+            with suppress(asyncpg.InterfaceError):  # already taken back by the pool
+                conn.terminate()
 
     async def _drive(self, conn: asyncpg.Connection, tx: Tx[T]) -> T:
         run = Drive(tx)
