@@ -63,6 +63,13 @@ class Driver(abc.ABC):
         commits when it returns and rolls back when it raises; else each statement
         commits on its own (on one connection, in order)."""
 
+    async def run_held(self, tx: Tx[T]) -> T:
+        """``run(tx, atomic=False)`` for the receive path's reservations, called for every
+        batch: a driver with a pool keeps the connection between calls
+        (:meth:`PostgresDriver.run_held <hookinbox.store.postgres.driver.PostgresDriver.
+        run_held>`)."""
+        return await self.run(tx, atomic=False)
+
     async def rows(self, sql: Sql, **params: Any) -> list[Row]:
         found: list[Row] = await self.run(one_step(Step(sql, params, "rows")), atomic=False)
         return found

@@ -116,7 +116,7 @@ class PostgresHotPath(HotPath):
         ]
         params = {"items": _json(deliveries), "jobs": _json(jobs_params(items))}
         step = Step(_RESERVE, params, "rows", timeout=RESERVE_TIMEOUT)
-        found: list[Any] = await self._db.run(one_step(step), atomic=False)
+        found: list[Any] = await self._db.run_held(one_step(step))
         return found
 
     async def claim(
