@@ -671,11 +671,14 @@ SELECT count(*) FROM (
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
     LIMIT $6
@@ -685,18 +688,21 @@ SELECT count(*) FROM (
 -- params: $1 floor, $2 ceiling, $3 needle, $4 payload_path, $5 payload_value, $6 type, $7 source, $8 status, $9 cap
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
-    WHERE d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $1
+    WHERE d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
          AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
       AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
     LIMIT $9
@@ -713,11 +719,14 @@ SELECT count(*) FROM (
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
     LIMIT $7
@@ -729,18 +738,21 @@ SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
+      AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
       AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
     LIMIT $10
@@ -758,11 +770,14 @@ SELECT count(*) FROM (
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
     LIMIT $7
@@ -775,18 +790,21 @@ SELECT count(*) FROM (
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
+      AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
       AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
     LIMIT $10
@@ -804,11 +822,14 @@ SELECT count(*) FROM (
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
     LIMIT $7
@@ -821,18 +842,21 @@ SELECT count(*) FROM (
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
+      AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
       AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
     LIMIT $10
@@ -848,11 +872,14 @@ SELECT count(*) FROM (
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
     LIMIT $6
@@ -863,18 +890,21 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $1
+      AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
          AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
       AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
     LIMIT $9
@@ -890,11 +920,14 @@ SELECT count(*) FROM (
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
     LIMIT $6
@@ -905,18 +938,21 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $1
+      AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
          AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
       AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
     LIMIT $9
@@ -926,7 +962,7 @@ SELECT count(*) FROM (
 -- params: $1 ref, $2 source
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained
 FROM deliveries d
 WHERE d.id = $1 OR (d.event_id = $1 AND (d.source = $2 OR $2 IS NULL))
 ORDER BY (d.id = $1) DESC, d.first_seen_at DESC
@@ -944,16 +980,19 @@ ORDER BY action;
 -- params: $1 source, $2 before, $3 status, $4 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE (d.source = $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $3 OR $3 IS NULL)
 ORDER BY d.id DESC
@@ -967,7 +1006,7 @@ SELECT body FROM payloads WHERE delivery_id = $1;
 -- params: $1 floor, $2 ceiling, $3 before, $4 ref, $5 type, $6 source, $7 status, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states, p.body AS body
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states, p.body AS body
 FROM payloads p JOIN deliveries d ON d.id = p.delivery_id
 WHERE p.delivery_id >= $1 AND (p.delivery_id < $2 OR $2 IS NULL)
   AND (p.delivery_id < $3 OR $3 IS NULL)
@@ -977,11 +1016,14 @@ WHERE p.delivery_id >= $1 AND (p.delivery_id < $2 OR $2 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $6 OR $6 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $7 OR $7 IS NULL)
 ORDER BY p.delivery_id DESC
@@ -991,18 +1033,21 @@ LIMIT $8;
 -- params: $1 type, $2 floor, $3 ceiling, $4 source, $5 status, $6 before, $7 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE (lower(d.event_type) LIKE $1 ESCAPE '\' OR $1 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
   AND (d.id < $6 OR $6 IS NULL)
@@ -1013,20 +1058,23 @@ LIMIT $7;
 -- params: $1 floor, $2 ceiling, $3 needle, $4 payload_path, $5 payload_value, $6 type, $7 source, $8 status, $9 before, $10 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
-WHERE d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $1
+WHERE d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
          AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
   AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
   AND (d.id < $9 OR $9 IS NULL)
@@ -1037,7 +1085,7 @@ LIMIT $10;
 -- params: $1 ref, $2 type, $3 floor, $4 ceiling, $5 source, $6 status, $7 before, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
@@ -1046,11 +1094,14 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
   AND (d.id < $7 OR $7 IS NULL)
@@ -1061,22 +1112,25 @@ LIMIT $8;
 -- params: $1 ref, $2 floor, $3 ceiling, $4 needle, $5 payload_path, $6 payload_value, $7 type, $8 source, $9 status, $10 before, $11 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
+  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
   AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
   AND (d.id < $10 OR $10 IS NULL)
@@ -1087,7 +1141,7 @@ LIMIT $11;
 -- params: $1 ref, $2 type, $3 floor, $4 ceiling, $5 source, $6 status, $7 before, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
@@ -1097,11 +1151,14 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
   AND (d.id < $7 OR $7 IS NULL)
@@ -1112,23 +1169,26 @@ LIMIT $8;
 -- params: $1 ref, $2 floor, $3 ceiling, $4 needle, $5 payload_path, $6 payload_value, $7 type, $8 source, $9 status, $10 before, $11 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
+  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
   AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
   AND (d.id < $10 OR $10 IS NULL)
@@ -1139,7 +1199,7 @@ LIMIT $11;
 -- params: $1 ref, $2 type, $3 floor, $4 ceiling, $5 source, $6 status, $7 before, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
@@ -1149,11 +1209,14 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
   AND (d.id < $7 OR $7 IS NULL)
@@ -1164,23 +1227,26 @@ LIMIT $8;
 -- params: $1 ref, $2 floor, $3 ceiling, $4 needle, $5 payload_path, $6 payload_value, $7 type, $8 source, $9 status, $10 before, $11 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1)
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
+  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
   AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
   AND (d.id < $10 OR $10 IS NULL)
@@ -1191,7 +1257,7 @@ LIMIT $11;
 -- params: $1 type, $2 floor, $3 ceiling, $4 source, $5 status, $6 before, $7 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (lower(d.event_type) LIKE $1 ESCAPE '\' OR $1 IS NULL)
@@ -1199,11 +1265,14 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
   AND (d.id < $6 OR $6 IS NULL)
@@ -1214,21 +1283,24 @@ LIMIT $7;
 -- params: $1 floor, $2 ceiling, $3 needle, $4 payload_path, $5 payload_value, $6 type, $7 source, $8 status, $9 before, $10 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $1
+  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
          AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
   AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
   AND (d.id < $9 OR $9 IS NULL)
@@ -1239,7 +1311,7 @@ LIMIT $10;
 -- params: $1 type, $2 floor, $3 ceiling, $4 source, $5 status, $6 before, $7 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (lower(d.event_type) LIKE $1 ESCAPE '\' OR $1 IS NULL)
@@ -1247,11 +1319,14 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
   AND (d.id < $6 OR $6 IS NULL)
@@ -1262,21 +1337,24 @@ LIMIT $7;
 -- params: $1 floor, $2 ceiling, $3 needle, $4 payload_path, $5 payload_value, $6 type, $7 source, $8 status, $9 before, $10 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $1
+  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
          AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
   AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
   AND (d.id < $9 OR $9 IS NULL)

@@ -365,11 +365,14 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -378,18 +381,21 @@ SELECT count(*) FROM (
 -- name: journal.count_search_by_payload
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
-    WHERE d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+    WHERE d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -405,11 +411,14 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -420,18 +429,21 @@ SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+      AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -448,11 +460,14 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -464,18 +479,21 @@ SELECT count(*) FROM (
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+      AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -492,11 +510,14 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -508,18 +529,21 @@ SELECT count(*) FROM (
     WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+      AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -534,11 +558,14 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -548,18 +575,21 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+      AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -574,11 +604,14 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -588,18 +621,21 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+      AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -608,7 +644,7 @@ SELECT count(*) FROM (
 -- name: journal.get
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained
 FROM deliveries d
 WHERE d.id = :ref OR (d.event_id = :ref AND (d.source = :source OR :source IS NULL))
 ORDER BY (d.id = :ref) DESC, d.first_seen_at DESC
@@ -624,16 +660,19 @@ ORDER BY action;
 -- name: journal.list
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE (d.source = :source OR :source IS NULL)
   AND (d.id < :before OR :before IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
 ORDER BY d.id DESC
@@ -645,7 +684,7 @@ SELECT body FROM payloads WHERE delivery_id = :id;
 -- name: journal.payload_walk
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states, p.body AS body
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states, p.body AS body
 FROM payloads p JOIN deliveries d ON d.id = p.delivery_id
 WHERE p.delivery_id >= :floor AND (p.delivery_id < :ceiling OR :ceiling IS NULL)
   AND (p.delivery_id < :before OR :before IS NULL)
@@ -655,11 +694,14 @@ WHERE p.delivery_id >= :floor AND (p.delivery_id < :ceiling OR :ceiling IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
 ORDER BY p.delivery_id DESC
@@ -668,18 +710,21 @@ LIMIT :limit;
 -- name: journal.search
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -689,20 +734,23 @@ LIMIT :limit;
 -- name: journal.search_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
-WHERE d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+WHERE d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -712,7 +760,7 @@ LIMIT :limit;
 -- name: journal.search_by_ref
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
@@ -721,11 +769,14 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -735,22 +786,25 @@ LIMIT :limit;
 -- name: journal.search_by_ref_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+  AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -760,7 +814,7 @@ LIMIT :limit;
 -- name: journal.search_by_ref_failed
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
@@ -770,11 +824,14 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -784,23 +841,26 @@ LIMIT :limit;
 -- name: journal.search_by_ref_failed_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+  AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -810,7 +870,7 @@ LIMIT :limit;
 -- name: journal.search_by_ref_processing
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
@@ -820,11 +880,14 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -834,23 +897,26 @@ LIMIT :limit;
 -- name: journal.search_by_ref_processing_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref)
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+  AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -860,7 +926,7 @@ LIMIT :limit;
 -- name: journal.search_failed
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
@@ -868,11 +934,14 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -882,21 +951,24 @@ LIMIT :limit;
 -- name: journal.search_failed_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+  AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -906,7 +978,7 @@ LIMIT :limit;
 -- name: journal.search_processing
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
@@ -914,11 +986,14 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -928,21 +1003,24 @@ LIMIT :limit;
 -- name: journal.search_processing_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+  AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
