@@ -93,6 +93,8 @@ class GrowthResult:
     retire_expected: int | None = None
     #: Wall seconds of each timed search, and the deliveries the last one found.
     search_seconds: list[float] = field(default_factory=list)
+    #: The same command without the filter, listing one delivery (start-up).
+    search_baseline: list[float] = field(default_factory=list)
     search_found: int | None = None
     search_where: str | None = None
     unavailable: str | None = None
@@ -157,11 +159,13 @@ def _line(r: RunResult) -> str:
     return f"{r.ok_per_s:8,.0f}/s  p50 {r.p50_ms:6.2f} ms  p99 {r.p99_ms:6.2f} ms{errors}{dup}"
 
 
-def _search(config: str, where: str, env: dict[str, str]) -> tuple[float, int]:
+def _search(config: str, where: str | None, env: dict[str, str]) -> tuple[float, int]:
     """One ``hookinbox deliveries list --where`` over the last 7 days: wall seconds (the
-    process from start to exit) and the deliveries it listed."""
-    cmd = [str(HOOKINBOX), "deliveries", "list", "--config", config, "--where", where]
-    cmd += ["--since", "7d", "--json"]
+    process from start to exit) and the deliveries it listed. ``where`` None: the same
+    command listing one delivery, no filter (the process's start-up and a trivial
+    query, subtracted in the report)."""
+    cmd = [str(HOOKINBOX), "deliveries", "list", "--config", config, "--since", "7d", "--json"]
+    cmd += ["--where", where] if where is not None else ["--limit", "1"]
     t0 = time.monotonic()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     seconds = time.monotonic() - t0
@@ -214,7 +218,12 @@ def bench_growth(kind: str, rows: int, bodies: int, bench: Bench) -> GrowthResul
             seconds, found = _search(str(config), result.search_where, bench.env)
             result.search_seconds.append(seconds)
             result.search_found = found
-            log(f"[{label}] search {n + 1}/{SEARCHES}: {seconds:.2f} s, {found} found")
+            bare, _ = _search(str(config), None, bench.env)
+            result.search_baseline.append(bare)
+            log(
+                f"[{label}] search {n + 1}/{SEARCHES}: {seconds:.2f} s, {found} found; "
+                f"no filter {bare:.2f} s"
+            )
 
         server, runner = start()
         result.phases.append(runner.phase(f"{rows:,} rows", bench.args.runs))
@@ -335,12 +344,14 @@ def report(results: dict[str, GrowthResult]) -> None:
             )
         if gr.search_seconds:
             med = statistics.median(gr.search_seconds)
-            verdict = "met" if med < 1.0 else "NOT met"
+            bare = statistics.median(gr.search_baseline) if gr.search_baseline else 0.0
+            verdict = "met" if med - bare < 1.0 else "NOT met"
             print(
                 f"{'':<17} search `--where '{gr.search_where}' --since 7d` over "
                 f"{gr.fill.payloads if gr.fill else 0:,} bodies: median {med:.2f} s, "
-                f"longest {max(gr.search_seconds):.2f} s, {gr.search_found} found "
-                f"(aim < 1 s: {verdict}; process start-up included)"
+                f"longest {max(gr.search_seconds):.2f} s, {gr.search_found} found; the same "
+                f"command without the filter {bare:.2f} s (start-up): the search "
+                f"{med - bare:.2f} s (aim < 1 s: {verdict})"
             )
         if gr.purge_seconds is not None:
             print(
@@ -377,6 +388,7 @@ def to_json(results: dict[str, GrowthResult]) -> dict[str, object]:
             "retire_expected": gr.retire_expected,
             "search_where": gr.search_where,
             "search_seconds": gr.search_seconds,
+            "search_baseline": gr.search_baseline,
             "search_found": gr.search_found,
             "phases": [
                 {

@@ -209,14 +209,29 @@ async def _drop_indexes(conn: asyncpg.Connection) -> list[str]:
     return again
 
 
-async def _fill_pg(db: str, plan: FillPlan, say: Callable[[str], None]) -> FillResult:
+async def _session(db: str) -> asyncpg.Connection:
     conn = await asyncpg.connect(pg_dsn(db), timeout=10, command_timeout=None)
+    await conn.execute("SET session_replication_role = replica")
+    await conn.execute("SET synchronous_commit = off")
+    await conn.execute("SET maintenance_work_mem = '512MB'")
+    return conn
+
+
+async def _fill_pg(db: str, plan: FillPlan, say: Callable[[str], None]) -> FillResult:
+    # Two sessions, one per pair of tables, so the fill uses both cores of this machine
+    # (no foreign-key triggers: neither waits for the other's rows).
+    conn, other = await _session(db), await _session(db)
     first_payload = plan.rows - plan.payloads
+
+    async def chunk(
+        session: asyncpg.Connection, statements: tuple[str, ...], args: tuple[object, ...]
+    ) -> None:
+        async with session.transaction():
+            for statement in statements:
+                await session.execute(statement, *args)
+
     try:
         t0 = time.monotonic()
-        await conn.execute("SET session_replication_role = replica")
-        await conn.execute("SET synchronous_commit = off")
-        await conn.execute("SET maintenance_work_mem = '512MB'")
         again = await _drop_indexes(conn)
         say(f"{len(again)} indexes dropped for the fill")
         for lo in range(0, plan.rows, CHUNK):
@@ -230,16 +245,20 @@ async def _fill_pg(db: str, plan: FillPlan, say: Callable[[str], None]) -> FillR
                 plan.body_base_ms,
                 plan.body_step_ms,
             )
-            async with conn.transaction():
-                await conn.execute(PG_DELIVERIES, *args)
-                await conn.execute(PG_JOBS, *args)
-                await conn.execute(PG_ATTEMPTS, *args)
-                if hi >= first_payload:
-                    await conn.execute(PG_PAYLOADS, *args)
+            journal = (PG_DELIVERIES, PG_PAYLOADS) if hi >= first_payload else (PG_DELIVERIES,)
+            await asyncio.gather(
+                chunk(conn, journal, args), chunk(other, (PG_JOBS, PG_ATTEMPTS), args)
+            )
             say(f"{hi + 1:,}/{plan.rows:,} rows, {time.monotonic() - t0:.0f} s")
         t_idx = time.monotonic()
-        for statement in again:
-            await conn.execute(statement)
+
+        # Two builds at a time, one per session (each may also use parallel workers),
+        # each its own transaction: a session holds one table's lock at a time.
+        async def build(session: asyncpg.Connection, statements: list[str]) -> None:
+            for statement in statements:
+                await session.execute(statement)
+
+        await asyncio.gather(build(conn, again[0::2]), build(other, again[1::2]))
         say(f"{len(again)} indexes built again in {time.monotonic() - t_idx:.0f} s")
         filled = time.monotonic() - t0
         t1 = time.monotonic()
@@ -250,6 +269,7 @@ async def _fill_pg(db: str, plan: FillPlan, say: Callable[[str], None]) -> FillR
         size = int(await conn.fetchval("SELECT pg_database_size(current_database())"))
     finally:
         await conn.close()
+        await other.close()
     return FillResult(plan.rows, plan.payloads, attempts, filled, settle, size)
 
 
