@@ -73,10 +73,6 @@ class BatchPacer:
             self._floor = 0.0
             self._size = largest
         self._pause = 0.0
-        #: Totals over the purge: seconds holding the lock (SQLite; else the batches'
-        #: wall time), and seconds paused.
-        self.held = 0.0
-        self.paused = 0.0
 
     @property
     def size(self) -> int:
@@ -87,12 +83,10 @@ class BatchPacer:
         """``batch(rows)``, after the pause the previous batch calls for."""
         if self._pause > 0:
             await asyncio.sleep(self._pause)
-            self.paused += self._pause
         started = time.monotonic()
         with timing_writes() as clock:
             result = await batch(rows)
         held = clock.held if self._sqlite and clock.transactions else time.monotonic() - started
-        self.held += held
         self._pause = max(held * self._ratio, self._floor) if self._ratio > 0 else 0.0
         if self._sqlite and rows == self._size and held > 0:
             # Halve or double at most per batch: one slow commit (a checkpoint, a
