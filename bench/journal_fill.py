@@ -7,8 +7,10 @@ Per old delivery (row ``i`` of ``n``, oldest first):
   (``msg_<8 hashed hex>_<8 hex of i>``: unique, spread over the dedup index like real
   provider ids, and in the same key space as the ids mode growth sends, each of which
   starts with 8 random hex digits: a new id lands anywhere in the index, not at its
-  end), one of five event types,
-  ``first_seen_at`` spread evenly from 30 days ago to 2 days ago, the time-ordered
+  end), one of five event types, ``first_seen_at``: the rows without a payload spread
+  evenly from 30 days ago to 7 days ago, the newest ``payloads`` rows (those that keep
+  their body) evenly over the last 7 days (ending 10 minutes ago): a store with a
+  7-day payload retention, whose bodies a payload search reads. The time-ordered
   delivery id (``dlv_`` + 12 hex digits of those milliseconds + 20 of ``i``), one
   delivery in 20 seen twice;
 - one ``jobs`` row (one route), ``completed`` 50 ms after receipt; one job in 33 needed a
@@ -16,17 +18,21 @@ Per old delivery (row ``i`` of ``n``, oldest first):
 - ``attempts``: one per attempt (``retry`` / ``http_503``, then ``completed``);
 - ``payloads``: only the newest ``payloads`` deliveries still hold their ~300-byte body
   (a store whose older payloads a daily purge already dropped; their journal rows carry
-  ``payload_purged_at``). Every row is older than the 24 h payload retention and every
-  job completed, so ``hookinbox purge --payloads-only --older-than 1d`` drops exactly
-  those payloads.
+  ``payload_purged_at``). Every job completed, so ``hookinbox purge --older-than 29d``
+  retires the oldest day of the journal (its jobs and attempts with it).
 
 PostgreSQL: the payloads' day partitions of the filled days made first (each day's
 payloads in its partition, as a store that ran for a month holds them), then
 ``INSERT ... SELECT FROM generate_series`` per table per chunk of 500,000,
 with ``session_replication_role = replica`` (the foreign-key triggers off: the rows are
-consistent by construction), then ``VACUUM ANALYZE`` (this server runs with autovacuum
-off; a long-running store would have been vacuumed) and ``CHECKPOINT``, so the
-measurement does not pay for the fill's dirty pages. SQLite: the same rows from a
+consistent by construction). The four tables' secondary indexes and the dedup key's
+unique constraint are dropped first and built again after the fill (a sorted build, in
+parallel, instead of millions of random inserts into indexes larger than
+``shared_buffers``: what makes 20 million rows a matter of minutes; the primary keys,
+which the foreign keys need, stay and take the time-ordered ids at their right edge).
+Then ``VACUUM ANALYZE`` (this server runs with autovacuum off; a long-running store
+would have been vacuumed) and ``CHECKPOINT``, so the measurement does not pay for the
+fill's dirty pages. SQLite: the same rows from a
 recursive CTE per chunk, one transaction each, ``synchronous = OFF`` for the fill, then a
 ``wal_checkpoint(TRUNCATE)``.
 """
@@ -45,6 +51,8 @@ import asyncpg
 from harness import HookinboxStore, log, pg_dsn
 
 DAY_MS = 86_400_000
+#: The newest rows, those that keep their payload, span this many days.
+BODY_DAYS = 7
 CHUNK = 500_000
 EVENT_TYPES = (
     "invoice.paid",
@@ -61,14 +69,38 @@ class FillPlan:
 
     rows: int
     payloads: int
-    #: Unix milliseconds of row 0, and the step between rows (28 days over the rows).
+    #: Unix milliseconds of row 0, and the step between the rows without a payload
+    #: (30 days ago to 7 days ago).
     base_ms: int
     step_ms: float
+    #: Unix milliseconds of the first row with a payload, and the step between those rows
+    #: (the last 7 days, ending 10 minutes ago).
+    body_base_ms: int
+    body_step_ms: float
 
     @classmethod
-    def ending_two_days_ago(cls, rows: int, payloads: int) -> FillPlan:
+    def last_thirty_days(cls, rows: int, payloads: int) -> FillPlan:
         now_ms = int(time.time() * 1000)
-        return cls(rows, min(payloads, rows), now_ms - 30 * DAY_MS, 28 * DAY_MS / max(rows, 1))
+        payloads = min(payloads, rows)
+        old = max(rows - payloads, 1)
+        body_base = now_ms - BODY_DAYS * DAY_MS + 10 * 60_000
+        body_span = BODY_DAYS * DAY_MS - 20 * 60_000
+        return cls(
+            rows,
+            payloads,
+            now_ms - 30 * DAY_MS,
+            (30 - BODY_DAYS) * DAY_MS / old,
+            body_base,
+            body_span / max(payloads, 1),
+        )
+
+    def rows_older_than(self, days: float) -> int:
+        """How many of the rows were first seen more than ``days`` ago (when filled)."""
+        cutoff = self.base_ms + (30 - days) * DAY_MS
+        if cutoff <= self.base_ms:
+            return 0
+        old = self.rows - self.payloads
+        return min(old, int((cutoff - self.base_ms) / self.step_ms) + 1)
 
 
 @dataclass
@@ -84,10 +116,12 @@ class FillResult:
 
 # ---------------------------------------------------------------- PostgreSQL
 
-# $1 = first i, $2 = last i (inclusive), $3 = base_ms, $4 = step_ms, $5 = first i with a payload
+# $1 = first i, $2 = last i (inclusive), $3 = base_ms, $4 = step_ms, $5 = first i with a
+# payload, $6 = its ms, $7 = the step between rows with a payload
 _PG_ROW = """
     SELECT i,
-           ($3::bigint + (i * $4::float8)::bigint) AS ms
+           CASE WHEN i < $5::bigint THEN $3::bigint + (i * $4::float8)::bigint
+                ELSE $6::bigint + ((i - $5::bigint) * $7::float8)::bigint END AS ms
     FROM generate_series($1::bigint, $2::bigint) AS i
 """
 _PG_ID = "'dlv_' || lpad(to_hex(ms), 12, '0') || lpad(to_hex(i), 20, '0')"
@@ -105,7 +139,7 @@ SELECT {_PG_ID}, 'bench', {_PG_EVENT}, {_PG_TYPES},
        md5(i::text) || md5((i + 7)::text), {_PG_T},
        {_PG_T} + CASE WHEN i % 20 = 0 THEN interval '40 seconds' ELSE interval '0' END,
        CASE WHEN i % 20 = 0 THEN 2 ELSE 1 END,
-       CASE WHEN i < $5 THEN {_PG_T} + interval '1 day' END
+       CASE WHEN i < $5::bigint THEN {_PG_T} + interval '1 day' END
 FROM ({_PG_ROW}) AS r
 """
 _PG_DONE = "CASE WHEN i % 33 = 0 THEN interval '30.05 seconds' ELSE interval '0.05 seconds' END"
@@ -142,14 +176,63 @@ INSERT INTO payloads (delivery_id, body, headers)
 SELECT {_PG_ID}, convert_to({_PG_BODY}, 'UTF8'),
        '{{"content-type":"application/json","webhook-id":"' || {_PG_EVENT} || '"}}'
 FROM ({_PG_ROW}) AS r
-WHERE i >= $5
+WHERE i >= $5::bigint
 """
 TABLES = ("deliveries", "payloads", "jobs", "attempts")
 
 
+#: The indexes a fill drops and builds again: every index of the four tables but the
+#: primary keys (the foreign keys need them); a unique constraint is dropped and added
+#: back as a constraint.
+_PG_REBUILT = """
+SELECT i.indrelid::regclass::text AS tbl, i.indexrelid::regclass::text AS name,
+       pg_get_indexdef(i.indexrelid) AS indexdef, c.conname,
+       pg_get_constraintdef(c.oid) AS condef
+FROM pg_index i
+LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.contype = 'u'
+WHERE i.indrelid = ANY($1::regclass[]) AND NOT i.indisprimary
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f'
+                  AND f.conindid = i.indexrelid)
+ORDER BY 1, 2
+"""
+
+
+async def _drop_indexes(conn: asyncpg.Connection) -> list[str]:
+    """Drop the fill's rebuilt indexes; the statements that make them again."""
+    found = await conn.fetch(_PG_REBUILT, list(TABLES))
+    again = []
+    for row in found:
+        table, name = row["tbl"], row["conname"]
+        if name:
+            await conn.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
+            again.append(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {row["condef"]}')
+        else:
+            await conn.execute(f"DROP INDEX {row['name']}")
+            again.append(row["indexdef"])
+    return again
+
+
+async def _session(db: str) -> asyncpg.Connection:
+    conn = await asyncpg.connect(pg_dsn(db), timeout=10, command_timeout=None)
+    await conn.execute("SET session_replication_role = replica")
+    await conn.execute("SET synchronous_commit = off")
+    await conn.execute("SET maintenance_work_mem = '512MB'")
+    return conn
+
+
 async def _fill_pg(db: str, plan: FillPlan, say: Callable[[str], None]) -> FillResult:
-    conn = await asyncpg.connect(pg_dsn(db), timeout=10)
+    # Two sessions, one per pair of tables, so the fill uses both cores of this machine
+    # (no foreign-key triggers: neither waits for the other's rows).
+    conn, other = await _session(db), await _session(db)
     first_payload = plan.rows - plan.payloads
+
+    async def chunk(
+        session: asyncpg.Connection, statements: tuple[str, ...], args: tuple[object, ...]
+    ) -> None:
+        async with session.transaction():
+            for statement in statements:
+                await session.execute(statement, *args)
+
     try:
         t0 = time.monotonic()
         # The payloads' day partitions (migration 019) of the days filled: otherwise their
@@ -159,17 +242,34 @@ async def _fill_pg(db: str, plan: FillPlan, say: Callable[[str], None]) -> FillR
             "SELECT hookinbox_payload_partitions_ahead($1::date, (now() AT TIME ZONE 'UTC')::date)",
             datetime.date(first_day.tm_year, first_day.tm_mon, first_day.tm_mday),
         )
-        await conn.execute("SET session_replication_role = replica")
+        again = await _drop_indexes(conn)
+        say(f"{len(again)} indexes dropped for the fill")
         for lo in range(0, plan.rows, CHUNK):
             hi = min(lo + CHUNK, plan.rows) - 1
-            args = (lo, hi, plan.base_ms, plan.step_ms, first_payload)
-            async with conn.transaction():
-                await conn.execute(PG_DELIVERIES, *args)
-                await conn.execute(PG_JOBS, *args[:4])
-                await conn.execute(PG_ATTEMPTS, *args[:4])
-                if hi >= first_payload:
-                    await conn.execute(PG_PAYLOADS, *args)
+            args = (
+                lo,
+                hi,
+                plan.base_ms,
+                plan.step_ms,
+                first_payload,
+                plan.body_base_ms,
+                plan.body_step_ms,
+            )
+            journal = (PG_DELIVERIES, PG_PAYLOADS) if hi >= first_payload else (PG_DELIVERIES,)
+            await asyncio.gather(
+                chunk(conn, journal, args), chunk(other, (PG_JOBS, PG_ATTEMPTS), args)
+            )
             say(f"{hi + 1:,}/{plan.rows:,} rows, {time.monotonic() - t0:.0f} s")
+        t_idx = time.monotonic()
+
+        # Two builds at a time, one per session (each may also use parallel workers),
+        # each its own transaction: a session holds one table's lock at a time.
+        async def build(session: asyncpg.Connection, statements: list[str]) -> None:
+            for statement in statements:
+                await session.execute(statement)
+
+        await asyncio.gather(build(conn, again[0::2]), build(other, again[1::2]))
+        say(f"{len(again)} indexes built again in {time.monotonic() - t_idx:.0f} s")
         filled = time.monotonic() - t0
         t1 = time.monotonic()
         await conn.execute("VACUUM ANALYZE " + ", ".join(TABLES))
@@ -179,15 +279,18 @@ async def _fill_pg(db: str, plan: FillPlan, say: Callable[[str], None]) -> FillR
         size = int(await conn.fetchval("SELECT pg_database_size(current_database())"))
     finally:
         await conn.close()
+        await other.close()
     return FillResult(plan.rows, plan.payloads, attempts, filled, settle, size)
 
 
 # ---------------------------------------------------------------- SQLite
 
-# :lo, :hi (inclusive), :base, :step, :first_payload; SQLite's printf formats 64-bit integers.
+# :lo, :hi (inclusive), :base, :step, :first_payload, :body_base, :body_step; SQLite's printf
+# formats 64-bit integers.
 _SQ_ROWS = """
 WITH RECURSIVE s(i) AS (SELECT :lo UNION ALL SELECT i + 1 FROM s WHERE i < :hi),
-r(i, ms) AS (SELECT i, :base + CAST(i * :step AS INTEGER) FROM s)
+r(i, ms) AS (SELECT i, CASE WHEN i < :first_payload THEN :base + CAST(i * :step AS INTEGER)
+             ELSE :body_base + CAST((i - :first_payload) * :body_step AS INTEGER) END FROM s)
 """
 _SQ_ID = "printf('dlv_%012x%020x', ms, i)"
 _SQ_T = "(ms / 1000.0)"
@@ -259,6 +362,8 @@ def _fill_sqlite(path: Path, plan: FillPlan, say: Callable[[str], None]) -> Fill
                 "base": plan.base_ms,
                 "step": plan.step_ms,
                 "first_payload": first_payload,
+                "body_base": plan.body_base_ms,
+                "body_step": plan.body_step_ms,
             }
             conn.execute("BEGIN")
             for sql in (SQ_DELIVERIES, SQ_JOBS, SQ_ATTEMPTS):

@@ -135,11 +135,11 @@ def parse_args() -> argparse.Namespace:
         help="mode growth: the same for SQLite only (default: --growth-rows)",
     )
     ap.add_argument(
-        "--growth-purge",
+        "--growth-bodies",
         type=int,
         default=1_000_000,
-        help="mode growth: old deliveries that still hold a payload, dropped by the purge "
-        "phase (1000000, at most the rows)",
+        help="mode growth: the newest old deliveries that keep their payload, spread over "
+        "the last 7 days, which the payload search reads (1000000, at most the rows)",
     )
     ap.add_argument("--json", type=Path, help="also write the raw per-run results here")
     args = ap.parse_args()
@@ -286,9 +286,9 @@ def main() -> int:
                 rows = args.growth_rows
                 if kind == "sqlite" and args.growth_sqlite_rows is not None:
                     rows = args.growth_sqlite_rows
-                log(f"[growth-{kind}] {rows:,} old deliveries, purge of {args.growth_purge:,}")
+                log(f"[growth-{kind}] {rows:,} old deliveries, {args.growth_bodies:,} bodies")
                 grown[f"hookinbox-{kind}"] = growth.bench_growth(
-                    kind, rows, args.growth_purge, bench
+                    kind, rows, args.growth_bodies, bench
                 )
         if "scaleout" in modes:
             log(f"[scale-out] {args.scale_out_deliveries:,} deliveries, 2 receivers, 3 workers")

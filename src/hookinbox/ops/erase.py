@@ -86,10 +86,12 @@ async def erase_subject(
     found = await store.erasure.find_subject(hashed, source)
     if dry_run:
         return ErasureResult(True, source, hashed, found)
-    pacer = BatchPacer(config)
+    pacer = BatchPacer(config, size)
     payloads = snippets = rejected = batches = 0
     while True:
-        done = await pacer.run(store.erasure.erase_delivery_batch(hashed, source, size))
+        done = await pacer.run(
+            pacer.size, lambda rows: store.erasure.erase_delivery_batch(hashed, source, rows)
+        )
         if done.deliveries == 0:
             break
         batches += 1
@@ -98,7 +100,9 @@ async def erase_subject(
         if done.payloads == 0 and done.snippets == 0:
             break  # nothing came out (cannot happen: the batch only finds data left)
     while True:
-        dropped = await pacer.run(store.erasure.erase_rejected_batch(hashed, source, size))
+        dropped = await pacer.run(
+            pacer.size, lambda rows: store.erasure.erase_rejected_batch(hashed, source, rows)
+        )
         if dropped == 0:
             break
         batches += 1

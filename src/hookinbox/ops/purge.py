@@ -30,7 +30,7 @@ from hookinbox.codes import error_code_of
 from hookinbox.config import Config, store_kind
 from hookinbox.errors import InvalidArgument, OperationRefused
 from hookinbox.logs import get_logger
-from hookinbox.store import Retirement, Store
+from hookinbox.store import Retirement, Store, timing_writes
 
 log = get_logger("hookinbox.ops.purge")
 
@@ -43,34 +43,62 @@ Progress = Callable[[PurgeKind, int, int], None]
 #: SQLite's busy handler retries a waiting writer every 100 ms at worst: a shorter pause
 #: between batches can pass unseen by a receiver waiting for the lock.
 SQLITE_MIN_PAUSE = 0.1
+#: SQLite: how long one batch should hold the write lock. The batch size follows it
+#: (from :data:`SQLITE_FIRST_BATCH`, between :data:`SQLITE_MIN_BATCH` and the configured
+#: batch), so a receiver that finds the lock taken waits about this long, on a small
+#: store or a large one, on a fast disk or a slow one.
+SQLITE_BATCH_HOLD = 0.02
+SQLITE_FIRST_BATCH = 100
+SQLITE_MIN_BATCH = 10
 
 
 class BatchPacer:
-    """Runs purge batches with a pause between two of them: ``[operations] purge_pause``
-    times the time the previous batch took (on SQLite at least :data:`SQLITE_MIN_PAUSE`).
+    """Sizes purge batches and pauses between two of them.
 
     SQLite has one writer: a purge whose batches follow each other back to back keeps
     taking the lock from the receivers waiting on it (a purge of 1 million payloads held
-    a receiver at a fifth of its rate, bench growth mode). A pause after each commit
-    lets them in, at the price of a longer purge (background work)."""
+    a receiver at a fifth of its rate, bench growth mode). On SQLite a batch aims at
+    holding the lock :data:`SQLITE_BATCH_HOLD` and the pause after it keeps the purge's
+    share of the wall time holding the lock at ``[operations] purge_write_share`` (the
+    time the lock was held, from the driver, not the batch's wall time, which also counts
+    the waits for a receiver's commit). On PostgreSQL (no single writer) the batch is
+    the configured one and the pause ``purge_pause`` times the batch's wall time."""
 
-    def __init__(self, config: Config) -> None:
-        self._ratio = config.operations.purge_pause
-        sqlite = store_kind(config.database) == "sqlite"
-        self._floor = SQLITE_MIN_PAUSE if sqlite and self._ratio > 0 else 0.0
-        self._last: float | None = None
+    def __init__(self, config: Config, largest: int) -> None:
+        ops = config.operations
+        self._sqlite = store_kind(config.database) == "sqlite"
+        self._largest = largest
+        if self._sqlite:
+            self._ratio = (1.0 - ops.purge_write_share) / ops.purge_write_share
+            self._floor = SQLITE_MIN_PAUSE if self._ratio > 0 else 0.0
+            self._size = min(largest, SQLITE_FIRST_BATCH)
+        else:
+            self._ratio = ops.purge_pause
+            self._floor = 0.0
+            self._size = largest
+        self._pause = 0.0
 
-    async def run(self, batch: Awaitable[T]) -> T:
-        """``batch`` (not started yet), after the pause the previous batch calls for."""
-        if self._last is not None:
-            pause = max(self._last * self._ratio, self._floor)
-            if pause > 0:
-                await asyncio.sleep(pause)
+    @property
+    def size(self) -> int:
+        """The rows the next batch may take."""
+        return self._size
+
+    async def run(self, rows: int, batch: Callable[[int], Awaitable[T]]) -> T:
+        """``batch(rows)``, after the pause the previous batch calls for."""
+        if self._pause > 0:
+            await asyncio.sleep(self._pause)
         started = time.monotonic()
-        try:
-            return await batch
-        finally:
-            self._last = time.monotonic() - started
+        with timing_writes() as clock:
+            result = await batch(rows)
+        held = clock.held if self._sqlite and clock.transactions else time.monotonic() - started
+        self._pause = max(held * self._ratio, self._floor) if self._ratio > 0 else 0.0
+        if self._sqlite and rows == self._size and held > 0:
+            # Halve or double at most per batch: one slow commit (a checkpoint, a
+            # neighbour's fsync) does not shrink the batch to nothing.
+            aimed = self._size * SQLITE_BATCH_HOLD / held
+            aimed = min(max(aimed, self._size / 2), self._size * 2)
+            self._size = int(min(max(aimed, SQLITE_MIN_BATCH), self._largest))
+        return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +189,7 @@ async def _purge(
         raise InvalidArgument("max_rows must be at least 1")
     bound = _Bound(size, max_rows)
     steps: list[PurgedKind] = []
-    pacer = BatchPacer(config)
+    pacer = BatchPacer(config, size)
     if payloads_only:
         age = ops.payload_retention if older_than is None else older_than
         made, retired = await _partitions(store, age, dry_run)
@@ -245,7 +273,7 @@ async def _purge_step(
         return PurgedKind(step.kind, age, total, 0, 0, held)
     deleted, batches = await _in_batches(
         step.kind,
-        lambda n: step.delete(age, n),
+        lambda rows: step.delete(age, rows),
         total,
         bound,
         progress if step.progress else None,
@@ -262,18 +290,19 @@ async def _in_batches(
     progress: Progress | None,
     pacer: BatchPacer,
 ) -> tuple[int, int]:
-    """``batch(size)`` until it deletes nothing or the bound is reached; the rows
-    deleted and the batches run."""
+    """``batch(rows)`` (rows: the pacer's size) until it deletes nothing or the bound is
+    reached; the rows deleted and the batches run."""
     deleted = batches = 0
-    size, most = bound.size, bound.max_rows
+    most = bound.max_rows
     if progress:
         progress(kind, 0, total)
-    # Bounded: never more batches than the count asked for, plus slack for new arrivals.
-    while batches < total // size + 2:
-        room = size if most is None else min(size, most - deleted)
+    # Bounded: never more rows than the count asked for, plus a batch's worth of slack
+    # for new arrivals (each batch that goes on deletes at least one row).
+    while deleted < total + bound.size:
+        room = pacer.size if most is None else min(pacer.size, most - deleted)
         if room <= 0:
             break
-        count = await pacer.run(batch(room))
+        count = await pacer.run(room, batch)
         if not count:
             break
         deleted += count

@@ -29,6 +29,7 @@ from hookinbox.store.catch_up import (
 from hookinbox.store.core import Store
 from hookinbox.store.decisions import TransitionRules
 from hookinbox.store.destination_state import DestinationState, Release
+from hookinbox.store.driver import WriteClock, timing_writes
 from hookinbox.store.erasure import ErasedBatch, SubjectData
 from hookinbox.store.journal import InlineApply
 from hookinbox.store.notices import FactGroup, NewNotice
@@ -158,6 +159,8 @@ __all__ = [
     "TransitionRules",
     "TransitionView",
     "WaitingBehind",
+    "WriteClock",
     "iso",
     "open_store_for",
+    "timing_writes",
 ]

@@ -136,7 +136,7 @@ POSTGRES = Dialect(
         "xact_lock": lambda x: f"pg_advisory_xact_lock(hashtext(:{x}))",
         "job_states": lambda _: (
             "(SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j"
-            " WHERE j.delivery_id = d.id)"
+            ' WHERE j.delivery_id = d.id COLLATE "default")'
         ),
         "table_exists": lambda x: f"to_regclass(:{x}) IS NOT NULL",
         # hookinbox_payload_json (migration 006) is NULL for a body that is not JSON; its

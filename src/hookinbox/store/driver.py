@@ -15,6 +15,10 @@ provider retries); any other database error is :class:`~hookinbox.errors.StoreEr
 from __future__ import annotations
 
 import abc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -23,6 +27,39 @@ from hookinbox.store.dialect import Dialect
 from hookinbox.store.sql import Row, Sql, Step, Tx, one_step
 
 T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class WriteClock:
+    """Seconds this task's transactions held the database's write lock, from the moment
+    it was granted to the commit (SQLite only: PostgreSQL has no single writer, and its
+    driver leaves the clock alone). A writer that paces itself on another's behalf (the
+    purge) reads it, where its own wall time would also count the waits for the lock."""
+
+    held: float = 0.0
+    transactions: int = 0
+
+
+_WRITE_CLOCK: ContextVar[WriteClock | None] = ContextVar("hookinbox_write_clock", default=None)
+
+
+@contextmanager
+def timing_writes() -> Iterator[WriteClock]:
+    """A :class:`WriteClock` fed by the transactions this task runs inside the block."""
+    clock = WriteClock()
+    token = _WRITE_CLOCK.set(clock)
+    try:
+        yield clock
+    finally:
+        _WRITE_CLOCK.reset(token)
+
+
+def count_write(held: float) -> None:
+    """Called by a driver after a transaction that held the write lock ``held`` seconds."""
+    clock = _WRITE_CLOCK.get()
+    if clock is not None:
+        clock.held += held
+        clock.transactions += 1
 
 
 class Driver(abc.ABC):

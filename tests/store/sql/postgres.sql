@@ -678,11 +678,14 @@ SELECT count(*) FROM (
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
     LIMIT $6
@@ -692,18 +695,21 @@ SELECT count(*) FROM (
 -- params: $1 floor, $2 ceiling, $3 needle, $4 payload_path, $5 payload_value, $6 type, $7 source, $8 status, $9 cap
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
-    WHERE d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $1
+    WHERE d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
          AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
       AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
     LIMIT $9
@@ -727,11 +733,14 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
     LIMIT $7
@@ -750,18 +759,21 @@ SELECT count(*) FROM (
     FROM s WHERE s.source IS NOT NULL
 )
 SELECT source FROM s WHERE source IS NOT NULL))
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
+      AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
       AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
     LIMIT $10
@@ -786,11 +798,14 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
     LIMIT $7
@@ -810,18 +825,21 @@ SELECT count(*) FROM (
 )
 SELECT source FROM s WHERE source IS NOT NULL))
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
+      AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
       AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
     LIMIT $10
@@ -846,11 +864,14 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
     LIMIT $7
@@ -870,18 +891,21 @@ SELECT count(*) FROM (
 )
 SELECT source FROM s WHERE source IS NOT NULL))
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
+      AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
       AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
     LIMIT $10
@@ -897,11 +921,14 @@ SELECT count(*) FROM (
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
     LIMIT $6
@@ -912,18 +939,21 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $1
+      AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
          AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
       AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
     LIMIT $9
@@ -939,11 +969,14 @@ SELECT count(*) FROM (
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
     LIMIT $6
@@ -954,18 +987,21 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $1
+      AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
          AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
       AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
     LIMIT $9
@@ -975,7 +1011,7 @@ SELECT count(*) FROM (
 -- params: $1 ref, $2 source
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
                UNION ALL SELECT id FROM deliveries WHERE event_id = $1
@@ -1001,16 +1037,19 @@ ORDER BY action;
 -- params: $1 source, $2 before, $3 status, $4 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE (d.source = $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $3 OR $3 IS NULL)
 ORDER BY d.id DESC
@@ -1024,7 +1063,7 @@ SELECT body FROM payloads WHERE delivery_id = $1;
 -- params: $1 floor, $2 ceiling, $3 before, $4 ref, $5 type, $6 source, $7 status, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states, p.body AS body
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states, p.body AS body
 FROM payloads p JOIN deliveries d ON d.id = p.delivery_id
 WHERE p.delivery_id >= $1 AND (p.delivery_id < $2 OR $2 IS NULL)
   AND (p.delivery_id < $3 OR $3 IS NULL)
@@ -1034,11 +1073,14 @@ WHERE p.delivery_id >= $1 AND (p.delivery_id < $2 OR $2 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $6 OR $6 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $7 OR $7 IS NULL)
 ORDER BY p.delivery_id DESC
@@ -1048,18 +1090,21 @@ LIMIT $8;
 -- params: $1 type, $2 floor, $3 ceiling, $4 source, $5 status, $6 before, $7 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE (lower(d.event_type) LIKE $1 ESCAPE '\' OR $1 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
   AND (d.id < $6 OR $6 IS NULL)
@@ -1070,20 +1115,23 @@ LIMIT $7;
 -- params: $1 floor, $2 ceiling, $3 needle, $4 payload_path, $5 payload_value, $6 type, $7 source, $8 status, $9 before, $10 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
-WHERE d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $1
+WHERE d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
          AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
   AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
   AND (d.id < $9 OR $9 IS NULL)
@@ -1094,7 +1142,7 @@ LIMIT $10;
 -- params: $1 ref, $2 type, $3 floor, $4 ceiling, $5 source, $6 status, $7 before, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1
@@ -1110,11 +1158,14 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
   AND (d.id < $7 OR $7 IS NULL)
@@ -1125,7 +1176,7 @@ LIMIT $8;
 -- params: $1 ref, $2 floor, $3 ceiling, $4 needle, $5 payload_path, $6 payload_value, $7 type, $8 source, $9 status, $10 before, $11 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1
@@ -1136,18 +1187,21 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
     FROM s WHERE s.source IS NOT NULL
 )
 SELECT source FROM s WHERE source IS NOT NULL))
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
+  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
   AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
   AND (d.id < $10 OR $10 IS NULL)
@@ -1158,7 +1212,7 @@ LIMIT $11;
 -- params: $1 ref, $2 type, $3 floor, $4 ceiling, $5 source, $6 status, $7 before, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1
@@ -1175,11 +1229,14 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
   AND (d.id < $7 OR $7 IS NULL)
@@ -1190,7 +1247,7 @@ LIMIT $8;
 -- params: $1 ref, $2 floor, $3 ceiling, $4 needle, $5 payload_path, $6 payload_value, $7 type, $8 source, $9 status, $10 before, $11 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1
@@ -1202,18 +1259,21 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
 )
 SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
+  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
   AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
   AND (d.id < $10 OR $10 IS NULL)
@@ -1224,7 +1284,7 @@ LIMIT $11;
 -- params: $1 ref, $2 type, $3 floor, $4 ceiling, $5 source, $6 status, $7 before, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1
@@ -1241,11 +1301,14 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
   AND (d.id < $7 OR $7 IS NULL)
@@ -1256,7 +1319,7 @@ LIMIT $8;
 -- params: $1 ref, $2 floor, $3 ceiling, $4 needle, $5 payload_path, $6 payload_value, $7 type, $8 source, $9 status, $10 before, $11 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1
@@ -1268,18 +1331,21 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
 )
 SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $2
+  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
          AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
   AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
   AND (d.id < $10 OR $10 IS NULL)
@@ -1290,7 +1356,7 @@ LIMIT $11;
 -- params: $1 type, $2 floor, $3 ceiling, $4 source, $5 status, $6 before, $7 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (lower(d.event_type) LIKE $1 ESCAPE '\' OR $1 IS NULL)
@@ -1298,11 +1364,14 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
   AND (d.id < $6 OR $6 IS NULL)
@@ -1313,21 +1382,24 @@ LIMIT $7;
 -- params: $1 floor, $2 ceiling, $3 needle, $4 payload_path, $5 payload_value, $6 type, $7 source, $8 status, $9 before, $10 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $1
+  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
          AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
   AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
   AND (d.id < $9 OR $9 IS NULL)
@@ -1338,7 +1410,7 @@ LIMIT $10;
 -- params: $1 type, $2 floor, $3 ceiling, $4 source, $5 status, $6 before, $7 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (lower(d.event_type) LIKE $1 ESCAPE '\' OR $1 IS NULL)
@@ -1346,11 +1418,14 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
   AND (d.id < $6 OR $6 IS NULL)
@@ -1361,21 +1436,24 @@ LIMIT $7;
 -- params: $1 floor, $2 ceiling, $3 needle, $4 payload_path, $5 payload_value, $6 type, $7 source, $8 status, $9 before, $10 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= $1
+  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
          AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
   AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
   AND (d.id < $9 OR $9 IS NULL)

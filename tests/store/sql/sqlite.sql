@@ -372,11 +372,14 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -385,18 +388,21 @@ SELECT count(*) FROM (
 -- name: journal.count_search_by_payload
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
-    WHERE d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+    WHERE d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -419,11 +425,14 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -441,18 +450,21 @@ SELECT count(*) FROM (
     FROM s WHERE s.source IS NOT NULL
 )
 SELECT source FROM s WHERE source IS NOT NULL))
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+      AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -476,11 +488,14 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -499,18 +514,21 @@ SELECT count(*) FROM (
 )
 SELECT source FROM s WHERE source IS NOT NULL))
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+      AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -534,11 +552,14 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -557,18 +578,21 @@ SELECT count(*) FROM (
 )
 SELECT source FROM s WHERE source IS NOT NULL))
       AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+      AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -583,11 +607,14 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -597,18 +624,21 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+      AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -623,11 +653,14 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -637,18 +670,21 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM deliveries d
     WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-      AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+      AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
       AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
     LIMIT :cap
@@ -657,7 +693,7 @@ SELECT count(*) FROM (
 -- name: journal.get
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
                UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
@@ -681,16 +717,19 @@ ORDER BY action;
 -- name: journal.list
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE (d.source = :source OR :source IS NULL)
   AND (d.id < :before OR :before IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
 ORDER BY d.id DESC
@@ -702,7 +741,7 @@ SELECT body FROM payloads WHERE delivery_id = :id;
 -- name: journal.payload_walk
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states, p.body AS body
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states, p.body AS body
 FROM payloads p JOIN deliveries d ON d.id = p.delivery_id
 WHERE p.delivery_id >= :floor AND (p.delivery_id < :ceiling OR :ceiling IS NULL)
   AND (p.delivery_id < :before OR :before IS NULL)
@@ -712,11 +751,14 @@ WHERE p.delivery_id >= :floor AND (p.delivery_id < :ceiling OR :ceiling IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
 ORDER BY p.delivery_id DESC
@@ -725,18 +767,21 @@ LIMIT :limit;
 -- name: journal.search
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -746,20 +791,23 @@ LIMIT :limit;
 -- name: journal.search_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
-WHERE d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+WHERE d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -769,7 +817,7 @@ LIMIT :limit;
 -- name: journal.search_by_ref
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
@@ -785,11 +833,14 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -799,7 +850,7 @@ LIMIT :limit;
 -- name: journal.search_by_ref_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
@@ -810,18 +861,21 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
     FROM s WHERE s.source IS NOT NULL
 )
 SELECT source FROM s WHERE source IS NOT NULL))
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+  AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -831,7 +885,7 @@ LIMIT :limit;
 -- name: journal.search_by_ref_failed
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
@@ -848,11 +902,14 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -862,7 +919,7 @@ LIMIT :limit;
 -- name: journal.search_by_ref_failed_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
@@ -874,18 +931,21 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
 )
 SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+  AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -895,7 +955,7 @@ LIMIT :limit;
 -- name: journal.search_by_ref_processing
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
@@ -912,11 +972,14 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -926,7 +989,7 @@ LIMIT :limit;
 -- name: journal.search_by_ref_processing_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
@@ -938,18 +1001,21 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = :ref
 )
 SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+  AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -959,7 +1025,7 @@ LIMIT :limit;
 -- name: journal.search_failed
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
@@ -967,11 +1033,14 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -981,21 +1050,24 @@ LIMIT :limit;
 -- name: journal.search_failed_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+  AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -1005,7 +1077,7 @@ LIMIT :limit;
 -- name: journal.search_processing
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
@@ -1013,11 +1085,14 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)
@@ -1027,21 +1102,24 @@ LIMIT :limit;
 -- name: journal.search_processing_by_payload
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) AS payload_retained, (SELECT group_concat(state) FROM (SELECT state FROM jobs j WHERE j.delivery_id = d.id ORDER BY action)) AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-  AND d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+  AND d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND CASE WHEN instr(p.body, :needle) > 0 AND json_valid(CAST(p.body AS TEXT)) THEN CAST(p.body AS TEXT) -> ('$."' || replace(:payload_path, '.', '"."') || '"') END = :payload_value)
   AND (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id >= :floor OR :floor IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
   AND (d.id < :before OR :before IS NULL)

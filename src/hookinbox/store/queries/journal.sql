@@ -5,16 +5,21 @@
 -- fragment: delivery_columns
 d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id) AS payload_retained
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id {collate:default}) AS payload_retained
 
 -- fragment: delivery_status
--- A delivery's status from its jobs (hookinbox.store.records.delivery_status).
+-- A delivery's status from its jobs (hookinbox.store.records.delivery_status). Each
+-- lookup names jobs_delivery_idx's collation (deliveries.id is COLLATE "C" on
+-- PostgreSQL): without it every delivery a search walks costs a scan of jobs.
 CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'failed')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default}
+                 AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state = 'processing')
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default}
+                 AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default}
+                     AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END
 
@@ -46,7 +51,9 @@ d.id IN (SELECT id FROM deliveries WHERE id = :ref
 -- fragment: by_payload
 -- Retained payloads of the window (the payloads' primary key bounds the walk) whose JSON
 -- value at :payload_path is :payload_value ({payload_is}: hookinbox/store/dialect.py).
-d.id IN (SELECT p.delivery_id FROM payloads p WHERE p.delivery_id >= :floor
+-- The ids found carry deliveries_pkey's collation, so each match is one index lookup, not
+-- a walk of the journal (docs/performance.md, "Cost growth").
+d.id IN (SELECT p.delivery_id {collate:C} FROM payloads p WHERE p.delivery_id >= :floor
          AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND {payload_is:p})
 
 -- name: get

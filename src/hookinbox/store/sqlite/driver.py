@@ -18,6 +18,7 @@ import json
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +27,7 @@ from urllib.parse import parse_qsl
 
 from hookinbox.errors import StoreError, StoreNotFound, StoreUnavailable
 from hookinbox.store.dialect import SQLITE, SQLITE_NOW
-from hookinbox.store.driver import Driver
+from hookinbox.store.driver import Driver, count_write
 from hookinbox.store.migrations import load_migrations
 from hookinbox.store.sql import Drive, Step, Tx, UniqueConflict
 
@@ -236,21 +237,28 @@ class SQLiteDriver(Driver):
         await self._db.run(run)
 
     async def run(self, tx: Tx[T], *, atomic: bool = True) -> T:
-        answer, woke = await self._db.run(lambda conn: self._drive(conn, tx, atomic))
+        answer, woke, held = await self._db.run(lambda conn: self._drive(conn, tx, atomic))
         if woke and self._wakeup is not None:
             self._wakeup.set()
+        if held:
+            count_write(held)
         return answer
 
-    def _drive(self, conn: sqlite3.Connection, tx: Tx[T], atomic: bool) -> tuple[T, bool]:
-        """On the writer thread: the whole transaction, between BEGIN and COMMIT."""
+    def _drive(self, conn: sqlite3.Connection, tx: Tx[T], atomic: bool) -> tuple[T, bool, float]:
+        """On the writer thread: the whole transaction, between BEGIN and COMMIT; the
+        answer, whether to wake workers, and how long the write lock was held (from the
+        grant of ``BEGIN IMMEDIATE``, after any wait for another process, to the commit)."""
+        granted = 0.0
         if atomic:
             conn.execute("BEGIN IMMEDIATE")
+            granted = time.perf_counter()
         run = Drive(tx)
         while not run.done:
             run.feed(self._execute(conn, run.step))
         if atomic:
             conn.execute("COMMIT")
-        return run.answer, run.woke
+            return run.answer, run.woke, time.perf_counter() - granted
+        return run.answer, run.woke, 0.0
 
     def _execute(self, conn: sqlite3.Connection, step: Step) -> Any:
         if step.fetch == "wake":
