@@ -264,7 +264,8 @@ async def test_a_store_at_018_with_rows_converts_in_place_while_receiving(pg_url
             await receive()
         applied = await migrating
         assert max(waits) < 2.0, waits
-        assert [name.split("_")[0] for name in applied] == ["019", "020", "021"]
+        numbers = [name.split("_")[0] for name in applied]
+        assert numbers[:3] == ["019", "020", "021"] and numbers == sorted(numbers)
     finally:
         await receiver.close()
         await old.close()
