@@ -109,6 +109,16 @@ class Probe:
         rows = await self.rows(sql, *args)
         return rows[0][0] if rows else None
 
+    async def backend_pids(self) -> list[int]:
+        """The PostgreSQL backends of other clients connected to this database now."""
+        if self._pg is None:
+            return []
+        rows = await self._pg.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+        )
+        return [int(r[0]) for r in rows]
+
     async def runs_no_autovacuum(self) -> bool:
         """A PostgreSQL store whose server has autovacuum off."""
         return self._pg is not None and await self._pg.fetchval("SHOW autovacuum") != "on"
