@@ -68,6 +68,12 @@ async def _no_reset(connection: asyncpg.Connection) -> None:
     reset is a round trip per request on the hot path."""
 
 
+async def _plan_once(connection: asyncpg.Connection) -> None:
+    """The session of a :meth:`PostgresDriver.rows_planned_once` connection: a ``SET``,
+    not a startup parameter, which a connection pooler in between may refuse."""
+    await connection.execute("SET plan_cache_mode = force_generic_plan")
+
+
 class PostgresDriver(Driver):
     dialect = POSTGRES
 
@@ -161,7 +167,7 @@ class PostgresDriver(Driver):
                         command_timeout=_COMMAND_TIMEOUT,
                         reset=_no_reset,
                         max_cached_statement_lifetime=_STATEMENT_LIFETIME,
-                        server_settings={"plan_cache_mode": "force_generic_plan"},
+                        init=_plan_once,
                     )
                 except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
                     raise store_error(exc) from exc
