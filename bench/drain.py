@@ -41,6 +41,7 @@ from harness import (
     hookinbox_serve_cmd,
     hookinbox_worker_cmd,
     log,
+    pid_cpu_seconds,
     server_cpu_seconds,
     signed_requests,
     store_kind_of,
@@ -73,6 +74,9 @@ class DrainRun:
     done: int = 0
     #: The PostgreSQL server's CPU seconds over the same span (None: a SQLite target).
     db_cpu_s: float | None = None
+    #: The same, only the backends connected to the drained database (None: no such
+    #: backends, a SQLite or Celery target).
+    own_db_cpu_s: float | None = None
 
     @property
     def jobs_per_s(self) -> float:
@@ -87,6 +91,12 @@ class DrainRun:
         if self.db_cpu_s is None or not self.jobs:
             return None
         return self.db_cpu_s / self.jobs * 1e6
+
+    @property
+    def own_db_cpu_us_per_job(self) -> float | None:
+        if self.own_db_cpu_s is None or not self.jobs:
+            return None
+        return self.own_db_cpu_s / self.jobs * 1e6
 
 
 @dataclass
@@ -184,6 +194,48 @@ def store_processes(target: str) -> tuple[bytes, ...] | None:
     return (b"postgres",) if store_kind_of(target) == "pg" else None
 
 
+class _Backends:
+    """The CPU of the PostgreSQL backends connected to the drained database (the worker's
+    connections), from /proc: what the drain costs PostgreSQL apart from every other
+    database's work on a shared machine (the WAL writer and the checkpointer are not in
+    it, for any target). Each backend's last reading is kept, so one that ends early
+    still counts."""
+
+    def __init__(self, queue: QueueReader) -> None:
+        probe = queue.probe if isinstance(queue, SqlQueueReader) else None
+        self._probe = probe if probe is not None and probe.is_pg else None
+        self._base: dict[int, float] = {}
+        self._last: dict[int, float] = {}
+        self._marked = False
+
+    @property
+    def measured(self) -> bool:
+        return self._probe is not None
+
+    async def poll(self) -> None:
+        if self._probe is None:
+            return
+        for pid in await self._probe.backend_pids():
+            if pid not in self._base:
+                # Born after the mark: all of its CPU is the drain's.
+                self._base[pid] = 0.0 if self._marked else pid_cpu_seconds(pid)
+        for pid in self._base:
+            now = pid_cpu_seconds(pid)
+            if now:
+                self._last[pid] = now
+
+    def mark(self, *, from_spawn: bool = False) -> None:
+        """Count from now (``from_spawn``: every backend's whole life, all born after
+        the worker's spawn)."""
+        self._base = {pid: 0.0 if from_spawn else self._last.get(pid, 0.0) for pid in self._base}
+        self._marked = True
+
+    def spent(self) -> float | None:
+        if self._probe is None:
+            return None
+        return sum(max(0.0, self._last.get(pid, 0.0) - b) for pid, b in self._base.items())
+
+
 async def _drain(
     setup: _Setup, queued: int, max_s: float, store: tuple[bytes, ...] | None
 ) -> DrainRun:
@@ -192,6 +244,7 @@ async def _drain(
     def store_cpu() -> float:
         return server_cpu_seconds(store) if store else 0.0
 
+    backends = _Backends(queue)
     spawned, db_spawned = time.monotonic(), store_cpu()
     worker.spawn()
     first: tuple[float, int, float | None, float] | None = None
@@ -201,11 +254,13 @@ async def _drain(
         while True:
             await asyncio.sleep(POLL_S)
             now_left = await queue.unfinished()
+            await backends.poll()
             now = time.monotonic()
             if now_left != left:
                 left, last_change = now_left, now
             if first is None and left < queued:
                 first = (now, left, worker.cpu_seconds(), store_cpu())
+                backends.mark()
             if left == 0:
                 break
             if not worker.alive():
@@ -223,6 +278,7 @@ async def _drain(
     if left_first == 0:
         # Everything went within one poll of the first progress: count from the spawn.
         t_first, left_first, cpu_first, db_first = spawned, queued, 0.0, db_spawned
+        backends.mark(from_spawn=True)
     cpu = cpu_end - cpu_first if cpu_end is not None and cpu_first is not None else None
     return DrainRun(
         jobs=left_first - left,
@@ -234,6 +290,7 @@ async def _drain(
         failed=failed,
         done=done,
         db_cpu_s=db_end - db_first if store else None,
+        own_db_cpu_s=backends.spent(),
     )
 
 
@@ -256,6 +313,13 @@ async def bench_drain(target: str, bench: Bench) -> DrainResult:
         try:
             fill_rate = await _fill(setup, bench, jobs)
             queued = await setup.queue.unfinished()
+            probe = setup.queue.probe if isinstance(setup.queue, SqlQueueReader) else None
+            # Every target's store as autovacuum would leave it after the fill (this
+            # machine's server runs none): analyzed, so that no plan is made for a table
+            # without statistics.
+            vacuumed = probe is not None and await probe.stand_in_for_autovacuum(analyze=True)
+            if vacuumed and i == 0:
+                result.notes.append("autovacuum is off on this server: VACUUM ANALYZE after fills")
             if queued != jobs:
                 result.notes.append(f"run {i + 1}: {queued:,} jobs queued for {jobs:,} accepted")
             run = await _drain(
@@ -289,17 +353,29 @@ async def bench_drain(target: str, bench: Bench) -> DrainResult:
     return result
 
 
+def _cpu_per_job(dr: DrainResult) -> float | None:
+    """The median over runs of the worker's and its own backends' CPU per job."""
+    each = [
+        r.cpu_us_per_job + r.own_db_cpu_us_per_job
+        for r in dr.runs
+        if r.cpu_us_per_job is not None and r.own_db_cpu_us_per_job is not None
+    ]
+    return float(statistics.median(each)) if each else None
+
+
 def report(results: dict[str, DrainResult]) -> None:
     print("== drain: N queued no-op jobs, ONE worker process, jobs/s until the queue is empty")
     print("   cpu = the worker process's CPU over the drain, and per job; db = the store server's")
     print("   CPU over the same span, per job (every postgres process; RabbitMQ's beam.smp for")
     print("   Celery: a quiet machine)")
-    print("   -- the two share the cores, so together they bound jobs/s;")
+    print("   -- the two share the cores, so together they bound jobs/s; own db = only the")
+    print("   backends connected to the drained database (its worker's connections): the")
+    print("   figure to compare on a machine other work shares")
     print("   start-up = worker spawn to the first job seen done (not in jobs/s)")
     print()
     hdr = (
         f"{'target':<24} {'jobs':>6} {'jobs/s':>8} {'cpu s':>6} {'cpu us/job':>10} "
-        f"{'db us/job':>9} {'start-up s':>10}  runs (jobs/s)"
+        f"{'db us/job':>9} {'own db':>7} {'start-up s':>10}  runs (jobs/s)"
     )
     print(hdr)
     print("-" * len(hdr))
@@ -314,9 +390,13 @@ def report(results: dict[str, DrainResult]) -> None:
             pj = f"{statistics.median(per_job):10.0f}" if per_job else f"{'n/a':>10}"
             db_per_job = [r.db_cpu_us_per_job for r in dr.runs if r.db_cpu_us_per_job is not None]
             db = f"{statistics.median(db_per_job):9.0f}" if db_per_job else f"{'-':>9}"
+            own_per_job = [
+                r.own_db_cpu_us_per_job for r in dr.runs if r.own_db_cpu_us_per_job is not None
+            ]
+            own = f"{statistics.median(own_per_job):7.0f}" if own_per_job else f"{'-':>7}"
             each = " ".join(f"{r.jobs_per_s:,.0f}" for r in dr.runs)
             print(
-                f"{target:<24} {dr.jobs:>6,} {dr.med('jobs_per_s'):>8,.0f} {cpu} {pj} {db} "
+                f"{target:<24} {dr.jobs:>6,} {dr.med('jobs_per_s'):>8,.0f} {cpu} {pj} {db} {own} "
                 f"{dr.med('startup_s'):>10.2f}  {each}"
             )
         for note in dr.notes:
@@ -347,6 +427,15 @@ def report(results: dict[str, DrainResult]) -> None:
             times = rate / pgq.med("jobs_per_s")
             verdict = "met" if times >= 3 else "NOT met"
             lines.append(f"  {'hookinbox-pg / pgqueuer':<50} {times:.2f}x  aim >= 3x: {verdict}")
+            ours, theirs = _cpu_per_job(pg), _cpu_per_job(pgq)
+            if ours is not None and theirs:
+                share = ours / theirs
+                verdict = "met" if share <= 1 / 3 else "NOT met"
+                label = "CPU per job (worker + own db), hookinbox-pg / pgqueuer"
+                lines.append(
+                    f"  {label:<50} {share:.2f}  ({ours:.0f} / {theirs:.0f} us)"
+                    f"  aim <= 0.33: {verdict}"
+                )
         cel = results.get("celery")
         if cel and cel.runs and cel.med("jobs_per_s"):
             times = rate / cel.med("jobs_per_s")
@@ -381,6 +470,7 @@ def to_json(results: dict[str, DrainResult]) -> dict[str, object]:
                     "jobs_per_s": r.jobs_per_s,
                     "cpu_us_per_job": r.cpu_us_per_job,
                     "db_cpu_us_per_job": r.db_cpu_us_per_job,
+                    "own_db_cpu_us_per_job": r.own_db_cpu_us_per_job,
                 }
                 for r in dr.runs
             ],

@@ -365,6 +365,17 @@ def _process_times() -> Iterator[tuple[bytes, int, int]]:
         yield name, int(fields[2]), int(fields[11]) + int(fields[12])
 
 
+def pid_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (0.0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return 0.0
+    fields = data[data.rindex(b")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
 def group_cpu_seconds(pgid: int) -> float | None:
     """User + system CPU seconds of the live processes in process group ``pgid``."""
     ticks = [t for _, group, t in _process_times() if group == pgid]

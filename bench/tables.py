@@ -109,11 +109,21 @@ class Probe:
         rows = await self.rows(sql, *args)
         return rows[0][0] if rows else None
 
+    async def backend_pids(self) -> list[int]:
+        """The PostgreSQL backends of other clients connected to this database now."""
+        if self._pg is None:
+            return []
+        rows = await self._pg.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+        )
+        return [int(r[0]) for r in rows]
+
     async def runs_no_autovacuum(self) -> bool:
         """A PostgreSQL store whose server has autovacuum off."""
         return self._pg is not None and await self._pg.fetchval("SHOW autovacuum") != "on"
 
-    async def stand_in_for_autovacuum(self) -> bool:
+    async def stand_in_for_autovacuum(self, *, analyze: bool = False) -> bool:
         """``VACUUM`` the store when the server runs no autovacuum (this machine's has it
         off; every deployment has it on, and migration 011 makes it vacuum the queue after
         a few thousand dead rows). Without it, each run on a store works on the dead rows
@@ -121,7 +131,9 @@ class Probe:
         True when it vacuumed."""
         if not await self.runs_no_autovacuum():
             return False
-        await self._pg.execute("VACUUM")
+        # ``analyze``: its autoanalyze too (a fresh table's statistics, which the plans
+        # of every statement read).
+        await self._pg.execute("VACUUM ANALYZE" if analyze else "VACUUM")
         # Its dirty pages written now, not by the checkpointer in the middle of the run
         # (autovacuum spreads its writes; one VACUUM of the whole store does not).
         await self._pg.execute("CHECKPOINT")

@@ -111,6 +111,12 @@ class Driver(abc.ABC):
         found: list[Row] = await self.run(one_step(Step(sql, params, "rows")), atomic=False)
         return found
 
+    async def rows_planned_once(self, sql: Sql, **params: Any) -> list[Row]:
+        """:meth:`rows` for a statement a worker runs on every loop turn, whose plan does
+        not depend on its parameters' values: where the database would plan it again at
+        every run (PostgreSQL), planned once per prepared statement instead."""
+        return await self.rows(sql, **params)
+
     async def row(self, sql: Sql, **params: Any) -> Row | None:
         found: Row | None = await self.run(one_step(Step(sql, params, "row")), atomic=False)
         return found

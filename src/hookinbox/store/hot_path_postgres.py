@@ -123,7 +123,7 @@ class PostgresHotPath(HotPath):
         self, worker_id: str, limit: int, lease_seconds: float, order_grace: float = 0.0
     ) -> list[ClaimedJob]:
         token = new_lease_token()
-        found = await self._db.rows(
+        found = await self._db.rows_planned_once(
             _CLAIM,
             limit=limit,
             horizon=order_horizon(order_grace),
@@ -135,7 +135,7 @@ class PostgresHotPath(HotPath):
         return [ClaimedJob.from_row(r, token) for r in found]
 
     async def settle(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
-        found = await self._db.rows(_SETTLE, batch=_settle_batch(batch))
+        found = await self._db.rows_planned_once(_SETTLE, batch=_settle_batch(batch))
         settled = {r["id"] for r in found}
         return [params["id"] in settled for params in batch]
 
@@ -148,7 +148,7 @@ class PostgresHotPath(HotPath):
         order_grace: float = 0.0,
     ) -> tuple[list[bool], list[ClaimedJob]]:
         token = new_lease_token()
-        found = await self._db.rows(
+        found = await self._db.rows_planned_once(
             _SETTLE_AND_CLAIM,
             batch=_settle_batch(batch),
             limit=limit,
