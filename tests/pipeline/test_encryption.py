@@ -90,10 +90,19 @@ async def _files_and_columns(db_url: str) -> dict[str, bytes]:
             places[f"{table} as text"] = "".join(r[0] for r in rows).encode()
         await conn.execute("CHECKPOINT")
         for table in ("payloads", "rejected_deliveries", "attempts"):
-            relation = await conn.fetchval("SELECT pg_relation_filepath($1)", f"{schema}.{table}")
-            places[f"{table} file"] = await conn.fetchval(
-                "SELECT pg_read_binary_file($1)", relation
+            # A partitioned table (payloads on PostgreSQL) has no file: its partitions do.
+            leaves = await conn.fetch(
+                "SELECT pg_relation_filepath(relid) AS path FROM pg_partition_tree($1::regclass)"
+                " WHERE isleaf",
+                f"{schema}.{table}",
             )
+            paths = [leaf["path"] for leaf in leaves] or [
+                await conn.fetchval("SELECT pg_relation_filepath($1)", f"{schema}.{table}")
+            ]
+            contents = [
+                await conn.fetchval("SELECT pg_read_binary_file($1)", path) for path in paths
+            ]
+            places[f"{table} file"] = b"".join(contents)
         segments = await conn.fetch(
             "SELECT name FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'"
             " ORDER BY modification DESC LIMIT 2"

@@ -98,7 +98,12 @@ class Store:
             await self._db.close()
             raise StoreNotFound("the database holds no hookinbox store (run `hookinbox migrate`)")
         if migrate:
-            await self.migrate()
+            try:
+                await self.migrate()
+            except BaseException:
+                # A store that could not be brought up to date is not left half open.
+                await self._db.close()
+                raise
 
     async def close(self) -> None:
         await self._db.close()

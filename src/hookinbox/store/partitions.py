@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from hookinbox.store.driver import Driver
 
 _SQL = load_postgres_statements("partitions")
+_HAS_PARTITIONS = _SQL["has_partitions"]
 _CREATE_AHEAD = _SQL["create_ahead"]
 _LISTING = _SQL["listing"]
 _RETIRABLE = _SQL["retirable"]
@@ -92,7 +93,7 @@ class Partitions:
     async def create_ahead(self, days: int = DAYS_AHEAD, *, today: date | None = None) -> int:
         """Make the day partitions missing from ``today`` (UTC) to ``days`` after it; how
         many were made (0 when all were there: one catalog query)."""
-        if not self.enabled:
+        if not self.enabled or not await self._db.value(_HAS_PARTITIONS):
             return 0
         first = today or datetime.now(UTC).date()
         made = await self._db.value(_CREATE_AHEAD, first=first, last=first + timedelta(days))

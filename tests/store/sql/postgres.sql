@@ -1613,6 +1613,9 @@ SELECT hookinbox_partition_rows($1);
 -- params: $1 first, $2 last
 SELECT hookinbox_payload_partitions_ahead($1::date, $2::date);
 
+-- name: partitions.has_partitions
+SELECT to_regprocedure('hookinbox_payload_partitions_ahead(date, date, text)') IS NOT NULL;
+
 -- name: partitions.held
 -- params: $1 lo, $2 hi, $3 age
 SELECT j.delivery_id AS id FROM jobs j

@@ -2,6 +2,11 @@
 -- delivery ids, made ahead, retired whole. The functions are migration 019's. The file
 -- format: hookinbox/store/statements.py.
 
+-- name: has_partitions
+-- Whether the store's schema has its payload partitions (migration 019): a store opened
+-- at an earlier version (a test pinning it there) has nothing to make.
+SELECT to_regprocedure('hookinbox_payload_partitions_ahead(date, date, text)') IS NOT NULL;
+
 -- name: create_ahead
 -- The day partitions missing from :first to :last (UTC days); how many were made.
 SELECT hookinbox_payload_partitions_ahead(:first::date, :last::date);
