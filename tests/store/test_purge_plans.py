@@ -17,50 +17,25 @@ from typing import Any
 from hookinbox.store import Store
 from hookinbox.store.dialect import POSTGRES
 from hookinbox.store.retention import _DELIVERY_BATCH, _OVERDUE_BATCH, _PAYLOAD_BATCH
-from hookinbox.store.sql import Sql, Tx, rows
+from tests.support.plans import query_plan, scans_whole
 
 _PARAMS: dict[str, Any] = {"age": 3600.0, "limit": 1000, "ceiling": "dlv_0190"}
-
-
-def _pg_plan(statement: Sql) -> Tx[list[str]]:
-    # Inside one transaction: the settings end with it.
-    for setting in ("enable_seqscan", "enable_hashjoin", "enable_mergejoin"):
-        yield rows(Sql(f"SET LOCAL {setting} = off"))
-    found = yield rows(Sql("EXPLAIN " + statement.text), **_PARAMS)
-    return [str(r["QUERY PLAN"]) for r in found]
-
-
-async def _plan(store: Store, statement: Sql) -> list[str]:
-    db: Any = store._db
-    if db.dialect is POSTGRES:
-        return await db.run(_pg_plan(statement))
-    found = await db.rows(Sql("EXPLAIN QUERY PLAN " + statement.text), **_PARAMS)
-    return [str(r["detail"]) for r in found]
-
-
-def _scans_whole(plan: list[str], table: str, alias: str) -> bool:
-    """PostgreSQL: ``Seq Scan on jobs j``; SQLite: ``SCAN j`` (a search by index is
-    ``SEARCH j USING INDEX ...``)."""
-    return any(
-        f"Seq Scan on {table} {alias}" in line or line.strip().startswith(f"SCAN {alias}")
-        for line in plan
-    )
 
 
 async def test_a_payload_purge_batch_walks_payloads_and_finds_deliveries_and_jobs_by_index(
     store: Store,
 ) -> None:
-    plan = await _plan(store, _PAYLOAD_BATCH)
-    assert not _scans_whole(plan, "deliveries", "d"), plan
-    assert not _scans_whole(plan, "jobs", "j"), plan
+    plan = await query_plan(store, _PAYLOAD_BATCH, _PARAMS)
+    assert not scans_whole(plan, "deliveries", "d"), plan
+    assert not scans_whole(plan, "jobs", "j"), plan
 
 
 async def test_a_journal_purge_batch_checks_each_deliverys_jobs_by_index(store: Store) -> None:
-    plan = await _plan(store, _DELIVERY_BATCH)
-    assert not _scans_whole(plan, "jobs", "j"), plan
+    plan = await query_plan(store, _DELIVERY_BATCH, _PARAMS)
+    assert not scans_whole(plan, "jobs", "j"), plan
     # Walked by the primary key up to the ceiling, not by an index on last_seen_at (gone:
     # every duplicate's update of it was a new entry in every index of the journal).
-    assert not _scans_whole(plan, "deliveries", "d"), plan
+    assert not scans_whole(plan, "deliveries", "d"), plan
     assert not any("last_seen_idx" in line for line in plan), plan
 
 
@@ -69,6 +44,6 @@ async def test_postgres_overdue_payload_batch_finds_deliveries_and_jobs_by_index
 ) -> None:
     if store._db.dialect is not POSTGRES:
         return  # SQLite has no partitions
-    plan = await _plan(store, _OVERDUE_BATCH)
-    assert not _scans_whole(plan, "deliveries", "d"), plan
-    assert not _scans_whole(plan, "jobs", "j"), plan
+    plan = await query_plan(store, _OVERDUE_BATCH, _PARAMS)
+    assert not scans_whole(plan, "deliveries", "d"), plan
+    assert not scans_whole(plan, "jobs", "j"), plan

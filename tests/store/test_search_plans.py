@@ -18,9 +18,8 @@ from typing import Any
 import pytest
 
 from hookinbox.store import Store
-from hookinbox.store.dialect import POSTGRES
 from hookinbox.store.journal import _SQL
-from hookinbox.store.sql import Sql, Tx, rows
+from tests.support.plans import query_plan, scans_whole
 
 _PARAMS: dict[str, Any] = {
     "floor": "dlv_0",
@@ -38,31 +37,6 @@ _PARAMS: dict[str, Any] = {
 }
 
 
-def _pg_plan(statement: Sql, params: dict[str, Any]) -> Tx[list[str]]:
-    # Inside one transaction: the settings end with it.
-    for setting in ("enable_seqscan", "enable_hashjoin", "enable_mergejoin"):
-        yield rows(Sql(f"SET LOCAL {setting} = off"))
-    found = yield rows(Sql("EXPLAIN " + statement.text), **params)
-    return [str(r["QUERY PLAN"]) for r in found]
-
-
-async def _plan(store: Store, statement: Sql, params: dict[str, Any]) -> list[str]:
-    db: Any = store._db
-    if db.dialect is POSTGRES:
-        return await db.run(_pg_plan(statement, params))
-    found = await db.rows(Sql("EXPLAIN QUERY PLAN " + statement.text), **params)
-    return [str(r["detail"]) for r in found]
-
-
-def _scans_whole(plan: list[str], table: str, alias: str) -> bool:
-    """PostgreSQL: ``Seq Scan on jobs j``; SQLite: ``SCAN j`` (a search by index is
-    ``SEARCH j USING INDEX ...``)."""
-    return any(
-        f"Seq Scan on {table} {alias}" in line or line.strip().startswith(f"SCAN {alias}")
-        for line in plan
-    )
-
-
 @pytest.mark.parametrize("name", ["search_by_payload", "count_search_by_payload"])
 async def test_a_payload_search_finds_jobs_and_payloads_by_index(store: Store, name: str) -> None:
     statement = _SQL[name]
@@ -72,6 +46,6 @@ async def test_a_payload_search_finds_jobs_and_payloads_by_index(store: Store, n
         for key, value in _PARAMS.items()
         if key in rendered.names or f":{key}" in rendered.text
     }
-    plan = await _plan(store, statement, params)
-    assert not _scans_whole(plan, "jobs", "j"), plan
-    assert not _scans_whole(plan, "deliveries", "d"), plan
+    plan = await query_plan(store, statement, params)
+    assert not scans_whole(plan, "jobs", "j"), plan
+    assert not scans_whole(plan, "deliveries", "d"), plan

@@ -1,0 +1,38 @@
+"""Query plans of the store's statements, on both databases, read with scans disabled as
+far as the database allows: a lookup that cannot use an index then shows as a scan of
+the whole table. They reach the store's driver on purpose: plans are below the store's
+contract."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hookinbox.store import Store
+from hookinbox.store.dialect import POSTGRES
+from hookinbox.store.sql import Sql, Tx, rows
+
+
+def _pg_plan(statement: Sql, params: dict[str, Any]) -> Tx[list[str]]:
+    # Inside one transaction: the settings end with it.
+    for setting in ("enable_seqscan", "enable_hashjoin", "enable_mergejoin"):
+        yield rows(Sql(f"SET LOCAL {setting} = off"))
+    found = yield rows(Sql("EXPLAIN " + statement.text), **params)
+    return [str(r["QUERY PLAN"]) for r in found]
+
+
+async def query_plan(store: Store, statement: Sql, params: dict[str, Any]) -> list[str]:
+    """The plan's lines: PostgreSQL's ``EXPLAIN``, SQLite's ``EXPLAIN QUERY PLAN``."""
+    db: Any = store._db
+    if db.dialect is POSTGRES:
+        return await db.run(_pg_plan(statement, params))
+    found = await db.rows(Sql("EXPLAIN QUERY PLAN " + statement.text), **params)
+    return [str(r["detail"]) for r in found]
+
+
+def scans_whole(plan: list[str], table: str, alias: str) -> bool:
+    """PostgreSQL: ``Seq Scan on jobs j``; SQLite: ``SCAN j`` (a search by index is
+    ``SEARCH j USING INDEX ...``)."""
+    return any(
+        f"Seq Scan on {table} {alias}" in line or line.strip().startswith(f"SCAN {alias}")
+        for line in plan
+    )
