@@ -237,7 +237,14 @@ async def _strip(db: str) -> list[_Object]:
         for stmt in drops:
             await conn.execute(stmt)
         for table in (*TABLES, "floor_rows"):
-            await conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+            # A partitioned table (payloads) takes storage settings on its partitions only.
+            leaves = await conn.fetch(
+                "SELECT relid::regclass::text AS name FROM pg_partition_tree($1::regclass)"
+                " WHERE isleaf",
+                table,
+            )
+            for name in [leaf["name"] for leaf in leaves] or [table]:
+                await conn.execute(f"ALTER TABLE {name} SET (autovacuum_enabled = false)")
         return objects
     finally:
         await conn.close()
