@@ -18,20 +18,24 @@ from tests.support.database import PG_URL, pg_schema_url
 
 
 async def _end_connections(application_name: str) -> None:
-    """End every server connection of one store, and wait until the server has."""
+    """End every server connection of one store, and wait until the server has (the
+    store's listener may already have connected again: only the ended ones count)."""
     conn = await asyncpg.connect(PG_URL, timeout=10)
     try:
-        await conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+        ended = await conn.fetchval(
+            "SELECT array_agg(pid) FROM pg_stat_activity WHERE application_name = $1",
             application_name,
         )
-        for _ in range(200):
+        assert ended, "the store had no connection to end"
+        await conn.execute("SELECT pg_terminate_backend(p) FROM unnest($1::int[]) p", ended)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
             left = await conn.fetchval(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
-                application_name,
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1::int[])", ended
             )
             if not left:
                 return
+            await asyncio.sleep(0.01)
         raise AssertionError("the server did not end the store's connections")
     finally:
         await conn.close()

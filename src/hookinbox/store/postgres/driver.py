@@ -279,10 +279,15 @@ class PostgresDriver(Driver):
         try:
             answer = await self._drive(conn, tx)
         except BaseException as exc:
-            await self._give_back(conn)
-            if isinstance(exc, (*_UNAVAILABLE, asyncpg.PostgresError)):
-                raise store_error(exc) from exc
-            raise
+            if not isinstance(exc, (*_UNAVAILABLE, asyncpg.PostgresError)):
+                await self._give_back(conn)
+                raise
+            error = store_error(exc)
+            if isinstance(error, StoreUnavailable):
+                await self._end_held(conn)
+            else:
+                await self._give_back(conn)
+            raise error from exc
         if (
             self._pool is pool
             and not self._closing
@@ -293,6 +298,18 @@ class PostgresDriver(Driver):
         else:
             await self._give_back(conn)
         return answer
+
+    async def _end_held(self, failed: Any) -> None:
+        """End the connection that failed and every kept one. The server ends kept
+        connections together (a restart, a failover, an operator's terminate), and one it
+        ended may not look closed yet: its farewell read, the end of its socket not yet,
+        so the next call on it would fail as well. The pool opens fresh ones."""
+        ended = [failed, *self._held]
+        self._held.clear()  # in place: a call under way appends to this same list
+        for conn in ended:
+            with suppress(asyncpg.InterfaceError):  # already taken back by the pool
+                conn.terminate()
+            await self._give_back(conn)
 
     async def _give_back(self, conn: Any) -> None:
         """Release a connection to its pool (closed there if it is broken)."""
