@@ -1,0 +1,30 @@
+"""What every PostgreSQL connection of the store sets for its session. They reach the
+store's driver on purpose: session settings are below the store's contract."""
+
+from __future__ import annotations
+
+import asyncio
+
+from hookinbox.store import open_store_for
+from hookinbox.store.sql import Sql
+from tests.support.database import pg_schema_url
+
+
+def test_no_connection_of_the_store_compiles_its_statements_with_jit() -> None:
+    """A payload search is planned at millions of cost units (its JSON function's declared
+    cost per row of the window): with JIT, compiling it took longer than the scan."""
+    with pg_schema_url() as url:
+
+        async def scenario() -> list[str]:
+            store = open_store_for(url)
+            await store.open()
+            try:
+                db = store._db  # type: ignore[attr-defined]
+                # Several at once: each on a connection of its own from the pool.
+                pooled = await asyncio.gather(*(db.value(Sql("SHOW jit")) for _ in range(3)))
+                planned_once = await db.rows_planned_once(Sql("SHOW jit"))
+                return [*pooled, planned_once[0]["jit"]]
+            finally:
+                await store.close()
+
+        assert asyncio.run(scenario()) == ["off"] * 4
