@@ -49,3 +49,28 @@ async def test_a_payload_search_finds_jobs_and_payloads_by_index(store: Store, n
     plan = await query_plan(store, statement, params)
     assert not scans_whole(plan, "jobs", "j"), plan
     assert not scans_whole(plan, "deliveries", "d"), plan
+
+
+async def test_a_payload_search_page_finds_its_matches_first_then_looks_each_up(
+    store: Store,
+) -> None:
+    """A page of a payload search, newest first, with a LIMIT: the planner, expecting
+    hundreds of matches, walked the window's journal backward against them (a second of a
+    search over a million bodies); found first, each match is one lookup by key."""
+    statement = _SQL["search_by_payload"]
+    rendered = store._db.dialect.render(statement)  # type: ignore[attr-defined]
+    params = {
+        key: value
+        for key, value in _PARAMS.items()
+        if key in rendered.names or f":{key}" in rendered.text
+    }
+    plan = await query_plan(store, statement, params)
+    # PostgreSQL: the matches an InitPlan's array, each looked up in deliveries_pkey;
+    # SQLite: the journal searched by key for each row of the list subquery.
+    looked_up = [
+        line
+        for line in plan
+        if "Index Cond: ((id = ANY" in line or line.startswith("SEARCH d USING INDEX")
+    ]
+    assert looked_up, plan
+    assert not scans_whole(plan, "deliveries", "d"), plan

@@ -27,6 +27,9 @@ macro                  PostgreSQL                          SQLite
                        this transaction's commit not       is what it is)
                        wait for the WAL flush
 ``{collate:x}``        ``COLLATE "x"``                     nothing (every text is byte order)
+``{in_found}`` ...     ``= ANY(ARRAY(`` subquery ``))``:   ``IN (`` subquery ``)``
+``{end_in_found}``     the subquery run once, whole, and
+                       its rows looked up one by one
 =====================  ==================================  ====================================
 
 ``{collate:x}`` is for joins between ``deliveries.id`` (``{ordered_text}``: ``COLLATE "C"`` on
@@ -149,6 +152,8 @@ POSTGRES = Dialect(
         # few such commits in a crash is harmless, and it spares a flush per forward.
         "soft_commit": lambda _: "set_config('synchronous_commit', 'off', true)",
         "collate": lambda x: f'COLLATE "{x}"',
+        "in_found": lambda _: "= ANY(ARRAY(",
+        "end_in_found": lambda _: "))",
     },
     schema={
         "time": lambda _: "timestamptz",
@@ -186,6 +191,8 @@ SQLITE = Dialect(
         ),
         "soft_commit": lambda _: "NULL",
         "collate": lambda _: "",
+        "in_found": lambda _: "IN (",
+        "end_in_found": lambda _: ")",
     },
     schema={
         "time": lambda _: "REAL",

@@ -8,6 +8,7 @@ id, newest first, never OFFSET.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import replace
@@ -227,10 +228,13 @@ class Journal:
         """:meth:`search_deliveries` and :meth:`count_deliveries` together. With a payload
         filter while a key ring is configured (a body may be sealed, and SQL cannot see
         into one), the window's retained payloads are walked newest first and each body
-        is opened and matched here: once for the page and the count."""
+        is opened and matched here: once for the page and the count. Otherwise the page
+        and the count run at once (on PostgreSQL, two connections: each reads the whole
+        window for a payload filter, so a search takes the longer of the two, not both)."""
         if query.payload is None or not self._sealer.has_keys:
-            found = await self.search_deliveries(query)
-            return found, await self.count_deliveries(query, cap=cap)
+            return await asyncio.gather(
+                self.search_deliveries(query), self.count_deliveries(query, cap=cap)
+            )
         return await self._walk_payloads(query, cap)
 
     async def _walk_payloads(

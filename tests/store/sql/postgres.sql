@@ -1117,8 +1117,8 @@ SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at,
 d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
-WHERE d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
-         AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
+WHERE d.id = ANY(ARRAY(SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
+         AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb)))
   AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
@@ -1187,8 +1187,8 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
     FROM s WHERE s.source IS NOT NULL
 )
 SELECT source FROM s WHERE source IS NOT NULL))
-  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
-         AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
+  AND d.id = ANY(ARRAY(SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
+         AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb)))
   AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
@@ -1259,8 +1259,8 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
 )
 SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
-         AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
+  AND d.id = ANY(ARRAY(SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
+         AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb)))
   AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
@@ -1331,8 +1331,8 @@ WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
 )
 SELECT source FROM s WHERE source IS NOT NULL))
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
-         AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb))
+  AND d.id = ANY(ARRAY(SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $2
+         AND (p.delivery_id < $3 OR $3 IS NULL) AND position($4 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($5, '.') = CAST($6 AS jsonb)))
   AND (lower(d.event_type) LIKE $7 ESCAPE '\' OR $7 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
@@ -1385,8 +1385,8 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
-         AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
+  AND d.id = ANY(ARRAY(SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
+         AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb)))
   AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
@@ -1439,8 +1439,8 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-  AND d.id IN (SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
-         AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb))
+  AND d.id = ANY(ARRAY(SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
+         AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb)))
   AND (lower(d.event_type) LIKE $6 ESCAPE '\' OR $6 IS NULL)
   AND (d.id >= $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)

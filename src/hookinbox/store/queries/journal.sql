@@ -48,13 +48,23 @@ d.id IN (SELECT id FROM deliveries WHERE id = :ref
          UNION ALL SELECT id FROM deliveries WHERE event_id = :ref
              AND source IN ({include:sources}))
 
--- fragment: by_payload
+-- fragment: payload_matches
 -- Retained payloads of the window (the payloads' primary key bounds the walk) whose JSON
 -- value at :payload_path is :payload_value ({payload_is}: hookinbox/store/dialect.py).
 -- The ids found carry deliveries_pkey's collation, so each match is one index lookup, not
 -- a walk of the journal (docs/performance.md, "Cost growth").
-d.id IN (SELECT p.delivery_id {collate:C} FROM payloads p WHERE p.delivery_id >= :floor
-         AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND {payload_is:p})
+SELECT p.delivery_id {collate:C} FROM payloads p WHERE p.delivery_id >= :floor
+         AND (p.delivery_id < :ceiling OR :ceiling IS NULL) AND {payload_is:p}
+
+-- fragment: by_payload
+-- For a count, which may stop at :cap matches.
+d.id IN ({include:payload_matches})
+
+-- fragment: by_payload_found
+-- For a page, newest first: the matches found whole first ({in_found}), then looked up
+-- one by one. As a join, the planner, expecting hundreds of matches where a search for
+-- one value finds a few, walked the window's journal backward against them.
+d.id {in_found}{include:payload_matches}{end_in_found}
 
 -- name: get
 SELECT {include:delivery_columns}
@@ -102,7 +112,7 @@ SELECT body, headers FROM payloads WHERE delivery_id = :id;
 SELECT {include:delivery_columns}, {job_states} AS states
 FROM deliveries d
 WHERE {include:by_ref}
-  AND {include:by_payload}
+  AND {include:by_payload_found}
   AND {include:search_filters}
   AND (d.id < :before OR :before IS NULL)
 ORDER BY d.id DESC
@@ -139,7 +149,7 @@ SELECT {include:delivery_columns}, {job_states} AS states
 FROM deliveries d
 WHERE {include:by_ref}
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-  AND {include:by_payload}
+  AND {include:by_payload_found}
   AND {include:search_filters}
   AND (d.id < :before OR :before IS NULL)
 ORDER BY d.id DESC
@@ -179,7 +189,7 @@ SELECT {include:delivery_columns}, {job_states} AS states
 FROM deliveries d
 WHERE {include:by_ref}
   AND d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-  AND {include:by_payload}
+  AND {include:by_payload_found}
   AND {include:search_filters}
   AND (d.id < :before OR :before IS NULL)
 ORDER BY d.id DESC
@@ -217,7 +227,7 @@ SELECT count(*) FROM (
 -- name: search_by_payload
 SELECT {include:delivery_columns}, {job_states} AS states
 FROM deliveries d
-WHERE {include:by_payload}
+WHERE {include:by_payload_found}
   AND {include:search_filters}
   AND (d.id < :before OR :before IS NULL)
 ORDER BY d.id DESC
@@ -250,7 +260,7 @@ SELECT count(*) FROM (
 SELECT {include:delivery_columns}, {job_states} AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
-  AND {include:by_payload}
+  AND {include:by_payload_found}
   AND {include:search_filters}
   AND (d.id < :before OR :before IS NULL)
 ORDER BY d.id DESC
@@ -286,7 +296,7 @@ SELECT count(*) FROM (
 SELECT {include:delivery_columns}, {job_states} AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
-  AND {include:by_payload}
+  AND {include:by_payload_found}
   AND {include:search_filters}
   AND (d.id < :before OR :before IS NULL)
 ORDER BY d.id DESC
