@@ -54,6 +54,7 @@ from harness import (
     hookinbox_serve_cmd,
     log,
     pg_drop,
+    pg_wal_counters,
     run_wrk_measured,
     write_requests,
 )
@@ -124,6 +125,9 @@ class _Runner:
     """wrk runs against one server with ids that are never re-sent."""
 
     def __init__(self, server: Proc, bench: Bench, label: str) -> None:
+        #: On PostgreSQL the server's database is read too: its backends' CPU and the
+        #: cluster's WAL per delivery (the purge's own work counts in its phase).
+        self.pg = server.pg_db is not None
         self.server = server
         self.bench = bench
         self.label = label
@@ -134,9 +138,15 @@ class _Runner:
     def run(self, seconds: int) -> RunResult:
         count = int(self.rate_hint * seconds * 1.6) + 2000
         write_requests(self.reqfile, self.server.port, self.bench.signer, random_ids(count))
+        wal0 = pg_wal_counters() if self.pg else None
         r = run_wrk_measured(
             self.bench.wrk, self.server, self.reqfile, self.conns, self.bench.args.threads, seconds
         )
+        answered = r.accepted + r.duplicate + r.ok_other + r.non200
+        if wal0 is not None and answered:
+            fpi, wal_bytes = pg_wal_counters()
+            r.wal_fpi_per_req = (fpi - wal0[0]) / answered
+            r.wal_bytes_per_req = (wal_bytes - wal0[1]) / answered
         self.rate_hint = max(self.rate_hint, r.requests / r.duration_s)
         return r
 
@@ -199,6 +209,7 @@ def bench_growth(kind: str, rows: int, bodies: int, bench: Bench) -> GrowthResul
 
         def start() -> tuple[Proc, _Runner]:
             proc = Proc(label, cmd, bench.env, logfile)
+            proc.pg_db = store.pg_db
             proc.start()
             return proc, _Runner(proc, bench, label)
 
@@ -319,7 +330,8 @@ def report(results: dict[str, GrowthResult]) -> None:
     print()
     hdr = (
         f"{'target':<17} {'phase':<18} {'runs':>4} {'200/s':>9} {'x empty':>8} "
-        f"{'p50 ms':>7} {'p99 ms':>7} {'cpu us':>7} {'load':>5}  runs (200/s)"
+        f"{'p50 ms':>7} {'p99 ms':>7} {'cpu us':>7} {'pg us':>6} {'FPI':>5} {'WAL kB':>6} "
+        f"{'load':>5}  runs (200/s)"
     )
     print(hdr)
     print("-" * len(hdr))
@@ -336,12 +348,16 @@ def report(results: dict[str, GrowthResult]) -> None:
             ratio = f"{rate / base:8.2f}" if base else f"{'n/a':>8}"
             cpu_values = [r.cpu_us_per_req for r in p.runs if r.cpu_us_per_req is not None]
             cpu = f"{statistics.median(cpu_values):7.0f}" if cpu_values else f"{'n/a':>7}"
+            pg_cpu = _median_of(p.runs, "pg_cpu_us_per_req", "6.0f", 6)
+            fpi = _median_of(p.runs, "wal_fpi_per_req", "5.2f", 5)
+            wal_kb = _median_of(p.runs, "wal_bytes_per_req", "6.1f", 6, scale=1 / 1024)
             each = " ".join(f"{r.ok_per_s / 1000:.1f}k" for r in p.runs[:12])
             more = f" (+{len(p.runs) - 12})" if len(p.runs) > 12 else ""
             load = f"{p.load:5.2f}" if p.load is not None else f"{'n/a':>5}"
             print(
                 f"{target:<17} {p.name:<18} {len(p.runs):>4} {rate:>9,.0f} {ratio} "
-                f"{p.med('p50_ms') or 0:>7.2f} {p.med('p99_ms') or 0:>7.2f} {cpu} {load}  "
+                f"{p.med('p50_ms') or 0:>7.2f} {p.med('p99_ms') or 0:>7.2f} {cpu} {pg_cpu} "
+                f"{fpi} {wal_kb} {load}  "
                 f"{each}{more}"
             )
         if gr.fill is not None:
@@ -384,6 +400,12 @@ def report(results: dict[str, GrowthResult]) -> None:
             print(f"{'':<17} {gr.rows:,} rows / empty = {rate / base:.2f} (aim >= 0.90: {verdict})")
         for note in gr.notes:
             print(f"{'':<17} note: {note}")
+
+
+def _median_of(runs: list[RunResult], attr: str, fmt: str, width: int, scale: float = 1.0) -> str:
+    """The runs' median of an optional figure, formatted, or ``n/a`` (SQLite)."""
+    values = [v * scale for r in runs if (v := getattr(r, attr)) is not None]
+    return format(statistics.median(values), fmt) if values else f"{'n/a':>{width}}"
 
 
 def to_json(results: dict[str, GrowthResult]) -> dict[str, object]:

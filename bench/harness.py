@@ -204,6 +204,10 @@ class RunResult:
     #: PostgreSQL CPU (the backends of the target's database, DbBackendCpu) per answered
     #: request; None for a target without a PostgreSQL database of its own.
     pg_cpu_us_per_req: float | None = None
+    #: Full-page images and bytes the PostgreSQL cluster wrote to its WAL during the run,
+    #: per answered request (pg_wal_counters); None where the mode does not read them.
+    wal_fpi_per_req: float | None = None
+    wal_bytes_per_req: float | None = None
 
     @property
     def ok_per_s(self) -> float:
@@ -308,6 +312,25 @@ def _run_admin(*statements: str) -> None:
         return
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, _pg_admin(*statements)).result()
+
+
+async def _pg_wal() -> tuple[int, int]:
+    import asyncpg
+
+    conn = await asyncpg.connect(pg_dsn("postgres"), timeout=5)
+    try:
+        row = await conn.fetchrow("SELECT wal_fpi, wal_bytes FROM pg_stat_wal")
+    finally:
+        await conn.close()
+    return int(row["wal_fpi"]), int(row["wal_bytes"])
+
+
+def pg_wal_counters() -> tuple[int, int]:
+    """(full-page images, bytes) the PostgreSQL cluster has written to its WAL so far
+    (``pg_stat_wal``). Cluster-wide: read around a run that no other writer shares. A
+    page's first change after a checkpoint writes the whole page: an insert into a random
+    leaf of a large index costs ~8 kB of WAL where an append costs its row."""
+    return asyncio.run(_pg_wal())
 
 
 def pg_recreate(db: str) -> None:
