@@ -19,6 +19,7 @@ import pytest
 
 from hookinbox.store import Store
 from hookinbox.store.journal import _SQL
+from hookinbox.store.sql import Sql
 from tests.support.plans import query_plan, scans_whole
 
 _PARAMS: dict[str, Any] = {
@@ -37,16 +38,21 @@ _PARAMS: dict[str, Any] = {
 }
 
 
-@pytest.mark.parametrize("name", ["search_by_payload", "count_search_by_payload"])
-async def test_a_payload_search_finds_jobs_and_payloads_by_index(store: Store, name: str) -> None:
-    statement = _SQL[name]
+async def _plan(store: Store, statement: Sql) -> list[str]:
+    """``statement``'s plan with the parameters it names."""
     rendered = store._db.dialect.render(statement)  # type: ignore[attr-defined]
     params = {
         key: value
         for key, value in _PARAMS.items()
         if key in rendered.names or f":{key}" in rendered.text
     }
-    plan = await query_plan(store, statement, params)
+    return await query_plan(store, statement, params)
+
+
+@pytest.mark.parametrize("name", ["search_by_payload", "count_search_by_payload"])
+async def test_a_payload_search_finds_jobs_and_payloads_by_index(store: Store, name: str) -> None:
+    statement = _SQL[name]
+    plan = await _plan(store, statement)
     assert not scans_whole(plan, "jobs", "j"), plan
     assert not scans_whole(plan, "deliveries", "d"), plan
 
@@ -58,13 +64,7 @@ async def test_a_payload_search_page_finds_its_matches_first_then_looks_each_up(
     hundreds of matches, walked the window's journal backward against them (a second of a
     search over a million bodies); found first, each match is one lookup by key."""
     statement = _SQL["search_by_payload"]
-    rendered = store._db.dialect.render(statement)  # type: ignore[attr-defined]
-    params = {
-        key: value
-        for key, value in _PARAMS.items()
-        if key in rendered.names or f":{key}" in rendered.text
-    }
-    plan = await query_plan(store, statement, params)
+    plan = await _plan(store, statement)
     # PostgreSQL: the matches an InitPlan's array, each looked up in deliveries_pkey;
     # SQLite: the journal searched by key for each row of the list subquery.
     looked_up = [
