@@ -39,8 +39,8 @@ class Operations(Frozen):
     #: Rows deleted per purge transaction.
     purge_batch: int = Field(default=1000, ge=1, le=100_000)
     #: PostgreSQL: after each batch the purge pauses this many times as long as the batch
-    #: took; 0 = no pause (a purge on a quiet store goes faster). At 3 a purge takes a
-    #: quarter of the time it runs: receivers under load kept 0.97 of their rate while a
+    #: took; 0 = no pause (a purge on a quiet store goes faster). At 3 a purge works a
+    #: quarter of its wall time: receivers under load kept 0.97 of their rate while a
     #: day of a 3-million-row journal was deleted, 0.90 at 1 (docs/performance.md).
     purge_pause: float = Field(default=3.0, ge=0, le=100)
     #: SQLite: the most of its wall time a purge holds the single write lock. Batches are
