@@ -346,8 +346,7 @@ def report(results: dict[str, GrowthResult]) -> None:
             if rate is None:
                 continue
             ratio = f"{rate / base:8.2f}" if base else f"{'n/a':>8}"
-            cpu_values = [r.cpu_us_per_req for r in p.runs if r.cpu_us_per_req is not None]
-            cpu = f"{statistics.median(cpu_values):7.0f}" if cpu_values else f"{'n/a':>7}"
+            cpu = _median_of(p.runs, "cpu_us_per_req", "7.0f", 7)
             pg_cpu = _median_of(p.runs, "pg_cpu_us_per_req", "6.0f", 6)
             fpi = _median_of(p.runs, "wal_fpi_per_req", "5.2f", 5)
             wal_kb = _median_of(p.runs, "wal_bytes_per_req", "6.1f", 6, scale=1 / 1024)
@@ -403,7 +402,8 @@ def report(results: dict[str, GrowthResult]) -> None:
 
 
 def _median_of(runs: list[RunResult], attr: str, fmt: str, width: int, scale: float = 1.0) -> str:
-    """The runs' median of an optional figure, formatted, or ``n/a`` (SQLite)."""
+    """The runs' median of an optional figure, formatted, or ``n/a`` where none was read
+    (PostgreSQL's on SQLite)."""
     values = [v * scale for r in runs if (v := getattr(r, attr)) is not None]
     return format(statistics.median(values), fmt) if values else f"{'n/a':>{width}}"
 
