@@ -264,3 +264,46 @@ async def test_a_job_deleted_from_a_session_naming_the_schema_takes_its_own_atte
     finally:
         await pg.close()
     assert left == 0
+
+
+async def test_a_journal_row_deleted_from_a_session_naming_the_schema_takes_its_jobs_and_attempts(
+    backend: str, db_url: str, store: Store
+) -> None:
+    """On PostgreSQL a trigger (migration 025) deletes a journal row's jobs, as the foreign
+    key's cascade did, keeping the search path the store was migrated with: an operator's
+    ``DELETE FROM schema.deliveries`` removes that delivery's jobs and attempts, and only
+    its own."""
+    if backend == "sqlite":
+        return  # one file, one schema: SQLite's cascade is the key's own
+    await store.journal.reserve_deliveries([new_delivery("e1"), new_delivery("e2")])
+    jobs = await store.queue.claim_due_jobs("w", 2, 30)
+    await store.queue.settle_jobs([Settlement(j.id, j.lease_token, "completed") for j in jobs])
+    gone = jobs[0]
+    schema = db_url.rsplit("search_path=", 1)[1]
+    pg = await asyncpg.connect(PG_URL)  # search path: the server's default
+    try:
+        find = f"SELECT delivery_id FROM {schema}.jobs WHERE id = $1"
+        delivery = await pg.fetchval(find, gone.id)
+        await pg.execute(f"DELETE FROM {schema}.deliveries WHERE id = $1", delivery)
+        left = await pg.fetch(
+            f"SELECT j.id, (SELECT count(*) FROM {schema}.attempts a WHERE a.job_id = j.id) AS n"
+            f" FROM {schema}.jobs j"
+        )
+    finally:
+        await pg.close()
+    assert [(r["id"], r["n"]) for r in left] == [(jobs[1].id, 1)]
+
+
+async def test_a_reserve_locks_none_of_the_journal_rows_it_writes(
+    backend: str, store: Store
+) -> None:
+    """A job is written only by the reserve, beside its journal row, so nothing checks the
+    row again: on PostgreSQL no foreign-key check takes a ``FOR KEY SHARE`` lock on it
+    (which would write its ``xmax`` and a WAL record per delivery)."""
+    if backend == "sqlite":
+        return  # no row locks
+    await store.journal.reserve_deliveries([new_delivery(f"e{i}") for i in range(5)])
+    db: Any = store._db
+    found = await db.rows(Sql("SELECT xmax::text AS xmax FROM deliveries"))
+    assert len(found) == 5
+    assert {r["xmax"] for r in found} == {"0"}
