@@ -29,9 +29,18 @@ class Batcher(Generic[T, R]):
         self._in_flight = 0
         self._scheduled = False
         self._tasks: set[asyncio.Task[None]] = set()
+        #: The loop the batcher last ran on, kept between calls: asking asyncio for the
+        #: running loop is a getpid() system call on CPython 3.11, three per item.
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
 
     async def submit(self, item: T) -> R:
-        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[R] = self._running_loop().create_future()
         self._pending.append((item, future))
         self._schedule()
         return await future
@@ -53,7 +62,7 @@ class Batcher(Generic[T, R]):
         if self._scheduled or self._in_flight >= self._max_in_flight or not self._pending:
             return
         self._scheduled = True
-        loop = asyncio.get_running_loop()
+        loop = self._running_loop()
         if self._wait > 0:
             loop.call_later(self._wait, self._start_flush)
         else:
@@ -67,7 +76,7 @@ class Batcher(Generic[T, R]):
         if not batch:
             return
         self._in_flight += 1
-        task = asyncio.get_running_loop().create_task(self._flush(batch))
+        task = self._running_loop().create_task(self._flush(batch))
         self._tasks.add(task)
         task.add_done_callback(lambda done: self._flush_done(done, batch))
         self._schedule()

@@ -91,7 +91,8 @@ class LineWriter:
     A busy receiver logs a line per delivery; a system call per line costs more than the
     rest of the line. On the event loop's thread lines are gathered and written together
     as soon as the loop has run what was ready (microseconds later, in order); from any
-    other thread, or with no loop running, a line is written at once. Lines still
+    other thread, or with no loop running, a line is written at once, or joins the lines
+    gathered when the loop's write of them is already due. Lines still
     gathered are written at exit; a SIGKILL can lose only the current loop turn's lines.
     """
 
@@ -105,6 +106,12 @@ class LineWriter:
         return sys.stderr  # looked up each time: tests and tools swap sys.stderr
 
     def write_line(self, message: str) -> None:
+        with self._lock:
+            if self._scheduled:
+                # This turn's flush is on its way: asking for the running loop again is a
+                # getpid() system call on CPython 3.11, once per line.
+                self._lines.append(message)
+                return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:

@@ -61,9 +61,10 @@ def preset_answer(source: Source) -> PresetAnswer | None:
     return PresetAnswer(answer.status, orjson.dumps(answer.json_body), b"application/json")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Receipt:
-    """What the HTTP layer answers with."""
+    """What the HTTP layer answers with. Made per delivery, so not frozen (see
+    :class:`~hookinbox.store.records.NewDelivery`)."""
 
     status: str  # "accepted" | "duplicate" | "challenge"
     delivery_id: str | None = None

@@ -81,9 +81,13 @@ def no_times(value: Any) -> datetime | None:
 
 
 # -- receiving -----------------------------------------------------------------------
+# The records of this section are built per delivery on the receive path, so they are not
+# frozen: a frozen dataclass's constructor sets each field through ``object.__setattr__``,
+# three times the cost of a plain one (about 1 µs per record). Nothing changes one after
+# it is built.
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NewJob:
     id: str
     action: str
@@ -96,7 +100,7 @@ class NewJob:
     order_hold: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NewDelivery:
     """A verified delivery ready to be reserved, with the jobs its routes produce."""
 
@@ -116,7 +120,7 @@ class NewDelivery:
     subject_hash: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reservation:
     """The answer to one reservation: accepted (first time) or duplicate."""
 
