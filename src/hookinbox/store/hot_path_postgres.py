@@ -9,7 +9,6 @@ that row alone.
 
 from __future__ import annotations
 
-from binascii import b2a_base64
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
@@ -107,14 +106,18 @@ class PostgresHotPath(HotPath):
                 "event_id": i.event_id,
                 "event_type": i.event_type,
                 "body_sha256": i.body_sha256,
-                "body": b2a_base64(i.body, newline=False).decode(),
-                "headers": orjson.dumps(i.headers).decode(),
+                "n": n,
+                "headers": i.headers,
                 "seen": i.seen,
                 "subject_hash": i.subject_hash,
             }
-            for i in items
+            for n, i in enumerate(items, 1)
         ]
-        params = {"items": _json(deliveries), "jobs": _json(jobs_params(items))}
+        params = {
+            "items": _json(deliveries),
+            "jobs": _json(jobs_params(items)),
+            "bodies": [i.body for i in items],
+        }
         step = Step(_RESERVE, params, "rows", timeout=RESERVE_TIMEOUT)
         found: list[Any] = await self._db.run_held(one_step(step))
         return found

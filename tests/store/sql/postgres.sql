@@ -466,13 +466,14 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, now(),
 INSERT INTO payloads (delivery_id, body, headers) VALUES ($1, $2, $3);
 
 -- name: hot_path.reserve
--- params: $1 items, $2 jobs
+-- params: $1 items, $2 bodies, $3 jobs
 WITH input AS (
-    SELECT id, source, event_id, event_type, body_sha256, decode(body, 'base64') AS body,
-           headers, seen, subject_hash
+    SELECT t.id, t.source, t.event_id, t.event_type, t.body_sha256, b.body,
+           t.headers::text AS headers, t.seen, t.subject_hash
     FROM json_to_recordset($1::json) AS t(id text, source text, event_id text,
-         event_type text, body_sha256 text, body text, headers text, seen int,
+         event_type text, body_sha256 text, n int, headers json, seen int,
          subject_hash text)
+    JOIN unnest($2::bytea[]) WITH ORDINALITY AS b(body, n) ON b.n = t.n
 ),
 ins AS (
     INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count,
@@ -488,7 +489,7 @@ pay AS (
 new_jobs AS (
     INSERT INTO jobs (id, delivery_id, source, action, max_attempts, order_key, order_hold)
     SELECT j.id, j.delivery_id, j.source, j.action, j.max_attempts, j.order_key, j.order_hold
-    FROM json_to_recordset($2::json)
+    FROM json_to_recordset($3::json)
         AS j(id text, delivery_id text, source text, action text, max_attempts int,
              order_key text, order_hold boolean)
     JOIN ins ON ins.id = j.delivery_id

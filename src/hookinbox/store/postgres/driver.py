@@ -89,7 +89,15 @@ async def _no_reset(connection: asyncpg.Connection) -> None:
 #: with a payload filter is planned at millions of cost units (its JSON function's
 #: declared cost, per row of the window), past ``jit_above_cost``: compiling it took
 #: longer than the scan it sped up (0.4-0.7 s of a 1 s search over a million bodies).
-_SESSION = "SET jit = off"
+#: Values too large for a row (a body over ~2 kB) compressed with lz4, not pglz, where the
+#: server has it (PostgreSQL 14 and later, built with lz4; elsewhere the server's default
+#: stays): the receive statement's CPU per delivery fell 89 -> 66 us at 3 kB bodies and
+#: 115 -> 71 us at 9 kB (docs/performance.md, "Bodies apart, compressed with lz4").
+_SESSION = (
+    "SET jit = off; DO $$ BEGIN"
+    " PERFORM set_config('default_toast_compression', 'lz4', false);"
+    " EXCEPTION WHEN invalid_parameter_value OR undefined_object THEN NULL; END $$"
+)
 
 
 async def _session(connection: asyncpg.Connection) -> None:

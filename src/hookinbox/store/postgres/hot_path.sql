@@ -10,15 +10,20 @@
 -- name: reserve
 -- A row committed by a concurrent receiver after this statement's snapshot is neither
 -- inserted nor visible to the update: its item gets no answer and goes round again.
--- The batch comes as two JSON parameters (rows of deliveries, rows of jobs; bodies in
--- base64) encoded by orjson in one C call each: cheaper for the receiver than asyncpg
--- encoding an array per column, and PostgreSQL's json parser reads them fast.
+-- The batch comes as two JSON parameters (rows of deliveries, rows of jobs) encoded by
+-- orjson in one C call each: cheaper for the receiver than asyncpg encoding an array per
+-- column, and PostgreSQL's json parser reads them fast. The bodies come apart, as one
+-- bytea array in binary (a row's n is its body's place): inside JSON a body would be
+-- base64 the receiver encodes and PostgreSQL lexes a character at a time and decodes
+-- (a third of the statement's CPU at 3 kB bodies). A row's headers are a JSON object
+-- stored as its text, as written.
 WITH input AS (
-    SELECT id, source, event_id, event_type, body_sha256, decode(body, 'base64') AS body,
-           headers, seen, subject_hash
+    SELECT t.id, t.source, t.event_id, t.event_type, t.body_sha256, b.body,
+           t.headers::text AS headers, t.seen, t.subject_hash
     FROM json_to_recordset(:items::json) AS t(id text, source text, event_id text,
-         event_type text, body_sha256 text, body text, headers text, seen int,
+         event_type text, body_sha256 text, n int, headers json, seen int,
          subject_hash text)
+    JOIN unnest(:bodies::bytea[]) WITH ORDINALITY AS b(body, n) ON b.n = t.n
 ),
 ins AS (
     INSERT INTO deliveries (id, source, event_id, event_type, body_sha256, delivery_count,
