@@ -76,24 +76,55 @@ class Bench:
 # ---------------------------------------------------------------- requests
 
 
+#: The size bodies are grown to (``--body-bytes``), by invoice lines; 0: the small event.
+#: A provider's event with its object is often 2-10 kB, and what a body costs the store
+#: (PostgreSQL's JSON parameter, TOAST compression above ~2 kB) grows with it.
+_body_bytes = 0
+
+
+def set_body_bytes(size: int) -> None:
+    global _body_bytes
+    _body_bytes = max(0, size)
+
+
 def make_body(msg_id: str, n: int) -> bytes:
-    """A small realistic event (~300 bytes), different for every id."""
-    return json.dumps(
-        {
-            "type": "invoice.paid",
-            "timestamp": "2025-01-01T00:00:00Z",
-            "data": {
-                "id": f"inv_{msg_id}",
-                "object": "invoice",
-                "amount_paid": 1000 + n % 9000,
-                "currency": "usd",
-                "customer": f"cus_{n % 1000:06d}",
-                "lines": [{"price": "price_basic", "quantity": 1 + n % 3}],
-                "metadata": {"order": f"ord_{n:09d}", "tenant": "t_bench"},
-            },
+    """A small realistic event (~300 bytes), different for every id; with ``--body-bytes``,
+    as many more invoice lines (each different) as reach that size."""
+    event = {
+        "type": "invoice.paid",
+        "timestamp": "2025-01-01T00:00:00Z",
+        "data": {
+            "id": f"inv_{msg_id}",
+            "object": "invoice",
+            "amount_paid": 1000 + n % 9000,
+            "currency": "usd",
+            "customer": f"cus_{n % 1000:06d}",
+            "lines": [{"price": "price_basic", "quantity": 1 + n % 3}],
+            "metadata": {"order": f"ord_{n:09d}", "tenant": "t_bench"},
         },
-        separators=(",", ":"),
-    ).encode()
+    }
+    body = json.dumps(event, separators=(",", ":")).encode()
+    if len(body) < _body_bytes:
+        lines = [_invoice_line(msg_id, n, k) for k in range(_lines_for(len(body)))]
+        event["data"]["lines"] += lines  # type: ignore[index]
+        body = json.dumps(event, separators=(",", ":")).encode()
+    return body
+
+
+def _invoice_line(msg_id: str, n: int, k: int) -> dict[str, object]:
+    return {
+        "id": f"il_{msg_id}_{k}",
+        "price": f"price_{(n * 31 + k * 7) % 977:04d}",
+        "quantity": 1 + (n + k) % 5,
+        "amount": 100 + (n * 13 + k * 101) % 9000,
+        "description": f"Seat {k} of plan {(n + k) % 12}, period {n % 28 + 1}",
+    }
+
+
+def _lines_for(size: int) -> int:
+    """How many invoice lines take a body of ``size`` bytes to ``--body-bytes``."""
+    one = len(json.dumps(_invoice_line("msg_x" * 4, 0, 0), separators=(",", ":"))) + 1
+    return (_body_bytes - size) // one + 1
 
 
 def raw_request(port: int, signer: Signer, msg_id: str, ts: int, body: bytes) -> bytes:

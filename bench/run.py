@@ -47,6 +47,7 @@ from harness import (
     ensure_wrk,
     log,
     pg_drop_all,
+    set_body_bytes,
 )
 from peer_targets import PEERS
 
@@ -92,6 +93,12 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--connections", help="wrk connection counts (32,8; quick 32)")
     ap.add_argument("--threads", type=int, default=1, help="wrk threads (1)")
     ap.add_argument("--dup-ids", type=int, default=8, help="distinct ids in dup runs (8)")
+    ap.add_argument(
+        "--body-bytes",
+        type=int,
+        default=0,
+        help="grow every event body to about this size with invoice lines (0: ~300 bytes)",
+    )
     ap.add_argument("--drain-jobs", type=int, help="jobs queued per drain run (5000; quick 500)")
     ap.add_argument(
         "--latency-seconds", type=float, help="seconds of paced load per latency run (5; quick 2)"
@@ -172,7 +179,8 @@ def header(args: argparse.Namespace, busy: float | None) -> None:
     )
     print(
         f"worker concurrency {args.concurrency}; hookinbox --log-level "
-        f"{args.hookinbox_log_level}; pgqueuer on_conflict={args.pgqueuer_on_conflict}"
+        f"{args.hookinbox_log_level}; pgqueuer on_conflict={args.pgqueuer_on_conflict}; "
+        f"bodies {f'~{args.body_bytes:,} bytes' if args.body_bytes else '~300 bytes'}"
     )
     if busy is not None:
         warn = " -- WARNING: other load on the machine, figures are low and noisy"
@@ -221,6 +229,7 @@ def bench_with_workers(
 def main() -> int:
     args = parse_args()
     modes = set(args.modes)
+    set_body_bytes(args.body_bytes)
     wrk = ensure_wrk()
     busy = cpu_busy()
     if busy is not None and busy > 0.15:
