@@ -185,6 +185,31 @@ async def test_a_repeat_with_a_different_body_is_a_counted_conflict_not_a_new_jo
         assert (found.delivery_count, found.conflicts, len(found.jobs)) == (2, 1, 1)
 
 
+async def test_concurrent_deliveries_of_one_event_in_other_bodies_are_each_answered(
+    db_url: str, client: httpx.AsyncClient
+) -> None:
+    """A provider resending one event id with changed bodies, all at once: each is a
+    counted conflict, none a 503 (PostgreSQL's batch statement answers one delivery per
+    event, so the others of a batch go in the next statement)."""
+    config = make_config(db_url)
+    async with running_inbox(config) as inbox:
+        first = await client.post(
+            inbox.url(), content=(d := delivery("evt_many", n=0))[0], headers=d[1]
+        )
+        assert first.json()["status"] == "accepted"
+        variants = [delivery("evt_many", n=k) for k in range(1, 21)]
+        answers = await asyncio.gather(
+            *(client.post(inbox.url(), content=body, headers=headers) for body, headers in variants)
+        )
+        assert [a.status_code for a in answers] == [200] * 20
+        assert {(a.json()["status"], a.json()["conflict"]) for a in answers} == {
+            ("duplicate", True)
+        }
+        found = await inbox.store.journal.get_delivery("evt_many")
+        assert found is not None
+        assert (found.delivery_count, found.conflicts, len(found.jobs)) == (21, 20, 1)
+
+
 async def test_readyz_and_healthz(db_url: str, client: httpx.AsyncClient) -> None:
     async with running_inbox(make_config(db_url)) as inbox:
         assert (await client.get(f"{inbox.base_url}/healthz")).status_code == 200

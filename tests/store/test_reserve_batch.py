@@ -140,3 +140,23 @@ async def test_each_body_of_a_batch_reads_back_byte_for_byte(store: Store) -> No
     for item, body in zip(items, bodies, strict=True):
         found = await store.journal.read_stored(item.id)
         assert found is not None and found[0] == body
+
+
+async def test_one_event_in_many_bodies_in_one_batch_gets_an_answer_for_each(store: Store) -> None:
+    """A provider that sends one event id with other bodies, concurrently, puts several
+    deliveries of one event in a batch: each is answered (a duplicate, a conflict), and so
+    is every other event of the batch, however many bodies there are."""
+    first = new_delivery("same")
+    await store.journal.reserve_deliveries([first])
+    variants = [
+        replace(new_delivery("same"), body=f'{{"n":{n}}}'.encode(), body_sha256=f"{n:064x}")
+        for n in range(8)
+    ]
+    others = [new_delivery("other-1"), new_delivery("other-2")]
+    answers = await store.journal.reserve_deliveries([*variants, *others])
+    assert [(a.outcome, a.delivery_id, a.conflict) for a in answers[:8]] == [  # type: ignore[union-attr]
+        ("duplicate", first.id, True)
+    ] * 8
+    assert [a.outcome for a in answers[8:]] == ["accepted", "accepted"]  # type: ignore[union-attr]
+    found = await store.journal.get_delivery("same")
+    assert found is not None and (found.delivery_count, found.conflicts) == (9, 8)

@@ -71,31 +71,49 @@ def _settle_batch(batch: Sequence[Mapping[str, Any]]) -> str:
     return _json(list(map(_SETTLE_ROW, batch)))
 
 
+def _one_per_event(items: Sequence[NewDelivery]) -> list[NewDelivery]:
+    """The items one statement may carry: the first of each event, in order; the others
+    wait for the next statement. The batcher folds repeats of one body, but one event may
+    come in several bodies (a conflict): its journal row is updated once per statement
+    (``UPDATE ... FROM`` with many matches picks one), so a second delivery of it in the
+    same statement would get no answer."""
+    now: list[NewDelivery] = []
+    events: set[tuple[str, str]] = set()
+    for item in items:
+        event = (item.source, item.event_id)
+        if event not in events:
+            events.add(event)
+            now.append(item)
+    return now
+
+
 class PostgresHotPath(HotPath):
     async def reserve_batch(self, items: Sequence[NewDelivery]) -> list[Reservation]:
         answers: dict[str, Reservation] = {}
         pending = list(items)
-        # A row committed by a concurrent receiver after the statement's snapshot is
-        # neither inserted nor visible to its update; such items go round again.
-        for _ in range(_RESERVE_ROUNDS):
-            if not pending:
-                break
+        rounds = 0
+        while pending:
+            now = _one_per_event(pending)
             try:
-                found = await self._reserve_once(pending)
+                found = await self._reserve_once(now)
             except StoreError as exc:
                 # Receivers in other processes may lock the same rows in another order.
-                if self._db.deadlocked(exc):
-                    continue
-                raise
+                if not self._db.deadlocked(exc):
+                    raise
+                found = []
             # Columns in the statement's order; positional: keywords cost a dict per row.
             for outcome, request_id, delivery_id, first_sha256, conflict in found:
                 if outcome != "notify":
                     answers[request_id] = Reservation(
                         outcome, delivery_id, bool(conflict), first_sha256 or ""
                     )
+            # A row committed by a concurrent receiver after the statement's snapshot is
+            # neither inserted nor visible to its update; such items go round again.
+            if any(item.id not in answers for item in now):
+                rounds += 1
+                if rounds >= _RESERVE_ROUNDS:
+                    raise StoreError("could not settle a reservation after repeated conflicts")
             pending = [item for item in pending if item.id not in answers]
-        if pending:
-            raise StoreError("could not settle a reservation after repeated conflicts")
         return [answers[item.id] for item in items]
 
     async def _reserve_once(self, items: Sequence[NewDelivery]) -> list[Any]:
