@@ -27,9 +27,14 @@ class JobTimeouts:
 
     def watch(self) -> asyncio.Task[Any]:
         """Start the current task's time (inside the job's task)."""
-        task = asyncio.current_task()
-        assert task is not None
-        loop = asyncio.get_running_loop()
+        # The current task of the loop the timer runs on, looked up by that loop: asking
+        # asyncio for the running loop (twice, with no loop at hand) is a getpid() system
+        # call each on CPython 3.11. None: another loop runs this job.
+        task = asyncio.current_task(self._loop) if self._loop is not None else None
+        if task is None:
+            task = asyncio.current_task()
+            assert task is not None
+        loop = task.get_loop()
         if loop is not self._loop:
             # A pool used from another event loop (hookinbox.testing may): the timer and
             # the tasks of the former one are gone with it.

@@ -169,8 +169,13 @@ class WorkerPool:
     def _start(self, jobs: list[ClaimedJob], claim_started_ns: int) -> None:
         self._tracing.claimed(claim_started_ns, jobs)
         self._busy += len(jobs)
+        if not jobs:
+            return
+        # One loop lookup per claim: asyncio.create_task asks for the running loop per job,
+        # a getpid() system call on CPython 3.11.
+        loop = asyncio.get_running_loop()
         for job in jobs:
-            task = asyncio.create_task(self._work(job))
+            task = loop.create_task(self._work(job))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
 
