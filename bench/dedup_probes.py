@@ -43,6 +43,9 @@ WAIT_S = 30.0
 class ProbeResult:
     target: str
     concurrent_accepted: int = 0
+    #: The other answers to the concurrent copies: duplicates, and anything not a 200
+    #: ("503 x31"), so a refused copy shows instead of hiding in a low accepted count.
+    concurrent_others: str = ""
     concurrent_jobs: int = 0
     late_answer: str = ""
     late_jobs: int = 0
@@ -58,6 +61,15 @@ def _word(r: loadgen.LoadResult) -> str:
     if r.accepted:
         return "accepted (a new job)"
     return "duplicate" if r.duplicate else f"other {dict(r.non200)}"
+
+
+def _others(r: loadgen.LoadResult) -> str:
+    """The answers besides ``accepted``: ``duplicate x31``, ``503 x2``, ``socket error x1``."""
+    parts = [f"duplicate x{r.duplicate}"] if r.duplicate else []
+    parts += [f"other 200 x{r.ok_other}"] if r.ok_other else []
+    parts += [f"{status} x{n}" for status, n in sorted(r.non200.items())]
+    parts += [f"socket error x{r.socket_errors}"] if r.socket_errors else []
+    return ", ".join(parts) or "none"
 
 
 async def _until(count: object, want: int) -> int:
@@ -91,6 +103,7 @@ async def probe_hookinbox(bench: Bench) -> ProbeResult:
         same = unique_ids(1)[0]
         r = await _answer(port, bench, same, CONCURRENT)
         result.concurrent_accepted = r.accepted
+        result.concurrent_others = _others(r)
         result.concurrent_jobs = await _until(done, 1)
         late = unique_ids(1)[0]
         await _answer(port, bench, late, 1)
@@ -128,6 +141,7 @@ async def probe_celery(bench: Bench) -> ProbeResult:
         same = unique_ids(1)[0]
         r = await _answer(port, bench, same, CONCURRENT)
         result.concurrent_accepted = r.accepted
+        result.concurrent_others = _others(r)
         result.concurrent_jobs = await _until(done, 1)
         late = unique_ids(1)[0]
         await _answer(port, bench, late, 1)
@@ -163,13 +177,16 @@ def report(results: list[ProbeResult]) -> None:
         f"stack's {PROBE_TTL_S} s probe TTL; a day in production) the same event again"
     )
     print()
-    hdr = f"{'target':<14} {'concurrent: accepted':>21} {'jobs':>5}   {'late: answer':<22} jobs"
+    hdr = (
+        f"{'target':<14} {'concurrent: accepted':>21} {'others':<18} {'jobs':>5}   "
+        f"{'late: answer':<22} jobs"
+    )
     print(hdr)
     print("-" * len(hdr))
     for r in results:
         print(
-            f"{r.target:<14} {r.concurrent_accepted:>21} {r.concurrent_jobs:>5}   "
-            f"{r.late_answer:<22} {r.late_jobs}"
+            f"{r.target:<14} {r.concurrent_accepted:>21} {r.concurrent_others:<18} "
+            f"{r.concurrent_jobs:>5}   {r.late_answer:<22} {r.late_jobs}"
         )
         for note in r.notes:
             print(f"{'':<14} note: {note}")
