@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import loadgen
@@ -294,63 +295,79 @@ async def _drain(
     )
 
 
-async def bench_drain(target: str, bench: Bench) -> DrainResult:
-    jobs = bench.args.drain_jobs
+async def bench_drains(targets: list[str], bench: Bench) -> dict[str, DrainResult]:
+    """Every target's drain runs, in rounds: round k drains run k of every target in turn
+    (the order rotated each round), so the runs a ratio sets side by side are a minute
+    apart, not the whole mode: this machine's speed drifts by more than the differences
+    the ratios are about. A target found unavailable is not tried again."""
+    results = {target: DrainResult(target, jobs=_jobs_for(target, bench)) for target in targets}
+    for i in range(bench.args.runs):
+        turn = targets[i % len(targets) :] + targets[: i % len(targets)] if targets else []
+        for target in turn:
+            if results[target].unavailable is None:
+                await _drain_run(target, bench, i, results[target])
+    return results
+
+
+def _jobs_for(target: str, bench: Bench) -> int:
     if target == "procrastinate":
         # Its worker runs ~100-500 jobs/s here: a rate needs no more than this, and the
         # run stays minutes long.
-        jobs = min(jobs, PROCRASTINATE_DRAIN_JOBS)
-    result = DrainResult(target, jobs=jobs)
-    for i in range(bench.args.runs):
-        try:
-            setup = await _setup(target, bench, i)
-        except Exception as exc:
-            result.unavailable = (
-                str(exc) if isinstance(exc, Unavailable) else f"{type(exc).__name__}: {exc}"
+        return min(int(bench.args.drain_jobs), PROCRASTINATE_DRAIN_JOBS)
+    return int(bench.args.drain_jobs)
+
+
+async def _drain_run(target: str, bench: Bench, i: int, result: DrainResult) -> None:
+    """Run ``i`` of ``target``: a fresh store filled with ``result.jobs`` jobs, drained."""
+    jobs = result.jobs
+    try:
+        setup = await _setup(target, bench, i)
+    except Exception as exc:
+        result.unavailable = (
+            str(exc) if isinstance(exc, Unavailable) else f"{type(exc).__name__}: {exc}"
+        )
+        log(f"[{target}] drain unavailable: {result.unavailable}")
+        return
+    try:
+        fill_rate = await _fill(setup, bench, jobs)
+        queued = await setup.queue.unfinished()
+        probe = setup.queue.probe if isinstance(setup.queue, SqlQueueReader) else None
+        # Every target's store as autovacuum would leave it after the fill (this
+        # machine's server runs none): analyzed, so that no plan is made for a table
+        # without statistics.
+        vacuumed = probe is not None and await probe.stand_in_for_autovacuum(analyze=True)
+        if vacuumed and i == 0:
+            result.notes.append("autovacuum is off on this server: VACUUM ANALYZE after fills")
+        if queued != jobs:
+            result.notes.append(f"run {i + 1}: {queued:,} jobs queued for {jobs:,} accepted")
+        run = await _drain(
+            setup, queued, max_s=max(120.0, jobs / 20), store=store_processes(target)
+        )
+        run.fill_per_s = fill_rate
+        result.runs.append(run)
+        cpu = f"{run.cpu_s:.2f} s" if run.cpu_s is not None else "n/a"
+        log(
+            f"[{target}] drain run {i + 1}/{bench.args.runs}: {run.jobs:,} jobs in "
+            f"{run.seconds:.2f} s = {run.jobs_per_s:,.0f}/s, worker cpu {cpu}, "
+            f"start-up {run.startup_s:.2f} s (filled at {fill_rate:,.0f}/s)"
+        )
+        if run.left:
+            result.notes.append(f"run {i + 1}: {run.left:,} jobs left when the bench gave up")
+        if run.failed:
+            result.notes.append(f"run {i + 1}: {run.failed:,} jobs failed")
+        if run.done != queued - run.left:
+            result.notes.append(
+                f"run {i + 1}: {run.done:,} jobs recorded as done for "
+                f"{queued - run.left:,} gone from the queue"
             )
-            log(f"[{target}] drain unavailable: {result.unavailable}")
-            return result
-        try:
-            fill_rate = await _fill(setup, bench, jobs)
-            queued = await setup.queue.unfinished()
-            probe = setup.queue.probe if isinstance(setup.queue, SqlQueueReader) else None
-            # Every target's store as autovacuum would leave it after the fill (this
-            # machine's server runs none): analyzed, so that no plan is made for a table
-            # without statistics.
-            vacuumed = probe is not None and await probe.stand_in_for_autovacuum(analyze=True)
-            if vacuumed and i == 0:
-                result.notes.append("autovacuum is off on this server: VACUUM ANALYZE after fills")
-            if queued != jobs:
-                result.notes.append(f"run {i + 1}: {queued:,} jobs queued for {jobs:,} accepted")
-            run = await _drain(
-                setup, queued, max_s=max(120.0, jobs / 20), store=store_processes(target)
-            )
-            run.fill_per_s = fill_rate
-            result.runs.append(run)
-            cpu = f"{run.cpu_s:.2f} s" if run.cpu_s is not None else "n/a"
-            log(
-                f"[{target}] drain run {i + 1}/{bench.args.runs}: {run.jobs:,} jobs in "
-                f"{run.seconds:.2f} s = {run.jobs_per_s:,.0f}/s, worker cpu {cpu}, "
-                f"start-up {run.startup_s:.2f} s (filled at {fill_rate:,.0f}/s)"
-            )
-            if run.left:
-                result.notes.append(f"run {i + 1}: {run.left:,} jobs left when the bench gave up")
-            if run.failed:
-                result.notes.append(f"run {i + 1}: {run.failed:,} jobs failed")
-            if run.done != queued - run.left:
-                result.notes.append(
-                    f"run {i + 1}: {run.done:,} jobs recorded as done for "
-                    f"{queued - run.left:,} gone from the queue"
-                )
-        except Exception as exc:
-            result.notes.append(f"run {i + 1} aborted: {type(exc).__name__}: {exc}")
-            log(f"[{target}] drain run {i + 1} aborted: {exc}")
-        finally:
-            await setup.queue.close()
-            for proc in (setup.receiver, setup.worker):
-                if note := proc.bad_exit():
-                    result.notes.append(f"run {i + 1}: {note}")
-    return result
+    except Exception as exc:
+        result.notes.append(f"run {i + 1} aborted: {type(exc).__name__}: {exc}")
+        log(f"[{target}] drain run {i + 1} aborted: {exc}")
+    finally:
+        await setup.queue.close()
+        for proc in (setup.receiver, setup.worker):
+            if note := proc.bad_exit():
+                result.notes.append(f"run {i + 1}: {note}")
 
 
 def _cpu_per_job(dr: DrainResult) -> float | None:
@@ -361,6 +378,27 @@ def _cpu_per_job(dr: DrainResult) -> float | None:
         if r.cpu_us_per_job is not None and r.own_db_cpu_us_per_job is not None
     ]
     return float(statistics.median(each)) if each else None
+
+
+def _paired(a: DrainResult, b: DrainResult, figure: Callable[[DrainRun], float | None]) -> float:
+    """The median of the rounds' ratios ``a / b``: run k of each, drained in the same round
+    (a minute apart), so a drift of the machine's speed between rounds divides out."""
+    each = [
+        x / y
+        for ra, rb in zip(a.runs, b.runs, strict=False)
+        if (x := figure(ra)) is not None and (y := figure(rb))
+    ]
+    return float(statistics.median(each)) if each else float("nan")
+
+
+def _rate(run: DrainRun) -> float:
+    return run.jobs_per_s
+
+
+def _own_cpu(run: DrainRun) -> float | None:
+    if run.cpu_us_per_job is None or run.own_db_cpu_us_per_job is None:
+        return None
+    return run.cpu_us_per_job + run.own_db_cpu_us_per_job
 
 
 def report(results: dict[str, DrainResult]) -> None:
@@ -417,19 +455,19 @@ def report(results: dict[str, DrainResult]) -> None:
         a, b = results.get(num), results.get(den)
         if a and b and a.runs and b.runs and b.med("jobs_per_s"):
             label = f"{num} / {den}"
-            lines.append(f"  {label:<50} {a.med('jobs_per_s') / b.med('jobs_per_s'):.2f}x")
+            lines.append(f"  {label:<50} {_paired(a, b, _rate):.2f}x")
     pg, pgq = results.get("hookinbox-pg"), results.get("pgqueuer")
     if pg and pg.runs:
         rate = pg.med("jobs_per_s")
         verdict = "met" if rate >= 5000 else "NOT met"
         lines.append(f"  {'hookinbox-pg jobs/s':<50} {rate:,.0f}  aim >= 5,000: {verdict}")
         if pgq and pgq.runs and pgq.med("jobs_per_s"):
-            times = rate / pgq.med("jobs_per_s")
+            times = _paired(pg, pgq, _rate)
             verdict = "met" if times >= 3 else "NOT met"
             lines.append(f"  {'hookinbox-pg / pgqueuer':<50} {times:.2f}x  aim >= 3x: {verdict}")
             ours, theirs = _cpu_per_job(pg), _cpu_per_job(pgq)
             if ours is not None and theirs:
-                share = ours / theirs
+                share = _paired(pg, pgq, _own_cpu)
                 verdict = "met" if share <= 1 / 3 else "NOT met"
                 label = "CPU per job (worker + own db), hookinbox-pg / pgqueuer"
                 lines.append(
@@ -438,7 +476,7 @@ def report(results: dict[str, DrainResult]) -> None:
                 )
         cel = results.get("celery")
         if cel and cel.runs and cel.med("jobs_per_s"):
-            times = rate / cel.med("jobs_per_s")
+            times = _paired(pg, cel, _rate)
             verdict = "met" if times >= 2 else "NOT met"
             lines.append(f"  {'hookinbox-pg / celery':<50} {times:.2f}x  aim >= 2x: {verdict}")
     sq = results.get("hookinbox-sqlite")
@@ -449,12 +487,15 @@ def report(results: dict[str, DrainResult]) -> None:
     for kind in ("pg", "sqlite"):
         plain, ordered = results.get(f"hookinbox-{kind}"), results.get(f"hookinbox-{kind}{ORDERED}")
         if plain and ordered and plain.runs and ordered.runs and plain.med("jobs_per_s"):
-            times = ordered.med("jobs_per_s") / plain.med("jobs_per_s")
+            times = _paired(ordered, plain, _rate)
             verdict = "met" if times >= ORDERED_AIM else "NOT met"
             label = f"hookinbox-{kind}{ORDERED} / hookinbox-{kind}"
             lines.append(f"  {label:<50} {times:.2f}x  aim >= {ORDERED_AIM}x: {verdict}")
     if lines:
-        print("\nratios (median jobs/s; aims: issue 11; ordered: docs/concepts/ordering.md):")
+        print(
+            "\nratios (the median of the rounds' ratios, each round's runs side by side;"
+            " ordered: docs/concepts/ordering.md):"
+        )
         print("\n".join(lines))
 
 

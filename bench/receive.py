@@ -177,83 +177,140 @@ def check_rows(counter: RowCounter, accepted: int, in_flight: int) -> str:
     return f"row check {verdict}: {accepted:,} accepted answers; {rows}"
 
 
-def bench_target(target: str, bench: Bench) -> TargetResult:
-    args = bench.args
-    result = TargetResult(target)
-    try:
-        server, counter = make_server(target, bench)
-        log(f"[{target}] starting: {' '.join(server.cmd)}")
-        server.start()
-    except Unavailable as exc:
-        result.unavailable = str(exc)
-        log(f"[{target}] unavailable: {exc}")
-        return result
-    except Exception as exc:
-        result.unavailable = f"{type(exc).__name__}: {exc}"
-        log(f"[{target}] unavailable: {result.unavailable}")
-        return result
-    reqfile = bench.tmp / f"{target}.reqs"
-    accepted_total = 0
-    in_flight = 0  # requests cut off when wrk stops: written, maybe committed, not counted
-    cycles = target == "ceiling"  # the bare app ignores ids: one file, cycled
-    try:
-        port = server.port
-        modes = ["unique"] if target == "ceiling" else ["unique", "dup"]
-        if cycles:
-            write_requests(reqfile, port, bench.signer, unique_ids(CEILING_REQUESTS))
-        # Warm-up (not reported): connections, pools, caches; and a rate estimate for sizing
-        # the unique-id files so that a run never has to re-send an id.
-        rate_hint = 40_000.0
+class _Session:
+    """One target's server, up for the whole mode: started and warmed up once, then given
+    one run of each round in turn, stopped (and its rows checked) at the end."""
+
+    def __init__(self, target: str, bench: Bench) -> None:
+        self.target = target
+        self.bench = bench
+        self.result = TargetResult(target)
+        self.server: Proc | None = None
+        self.counter: RowCounter | None = None
+        self.reqfile = bench.tmp / f"{target}.reqs"
+        self.accepted_total = 0
+        #: Requests cut off when wrk stops a run: written, maybe committed, not counted.
+        self.in_flight = 0
+        #: The bare app ignores ids: one file, cycled.
+        self.cycles = target == "ceiling"
+        self.modes = ["unique"] if self.cycles else ["unique", "dup"]
+        self.dup_list = dup_ids(bench.args.dup_ids, secrets.token_hex(3))
+        self.primed = False
+        #: A rate estimate for sizing the unique-id files so that a run never has to
+        #: re-send an id.
+        self.rate_hint = 40_000.0
+        self.alive = False
+
+    def open(self) -> None:
+        target, args = self.target, self.bench.args
+        try:
+            self.server, self.counter = make_server(target, self.bench)
+            log(f"[{target}] starting: {' '.join(self.server.cmd)}")
+            self.server.start()
+        except Unavailable as exc:
+            self.result.unavailable = str(exc)
+            log(f"[{target}] unavailable: {exc}")
+            return
+        except Exception as exc:
+            self.result.unavailable = f"{type(exc).__name__}: {exc}"
+            log(f"[{target}] unavailable: {self.result.unavailable}")
+            return
+        self.alive = True
+        port = self.server.port
         warm = min(2, args.duration)
         conns_max = max(args.connections)
-        if not cycles:
-            ids = unique_ids(int(rate_hint * warm * 1.5) + 1000)
-            write_requests(reqfile, port, bench.signer, ids)
-        w = run_wrk_measured(bench.wrk, server, reqfile, conns_max, args.threads, warm)
-        accepted_total += w.accepted
-        in_flight += conns_max
-        if not cycles:
-            rate_hint = max(w.ok_per_s, 500.0)
+        try:
+            if self.cycles:
+                write_requests(self.reqfile, port, self.bench.signer, unique_ids(CEILING_REQUESTS))
+            else:
+                ids = unique_ids(int(self.rate_hint * warm * 1.5) + 1000)
+                write_requests(self.reqfile, port, self.bench.signer, ids)
+            w = run_wrk_measured(
+                self.bench.wrk, self.server, self.reqfile, conns_max, args.threads, warm
+            )
+        except Exception as exc:
+            self._abort(exc)
+            return
+        self.accepted_total += w.accepted
+        self.in_flight += conns_max
+        if not self.cycles:
+            self.rate_hint = max(w.ok_per_s, 500.0)
         log(f"[{target}] warm-up: {w.ok_per_s:,.0f}/s, errors {w.errors}")
-        dup_list = dup_ids(args.dup_ids, secrets.token_hex(3))
-        primed = False
+
+    def run(self, mode: str, conns: int, index: int) -> None:
+        """Run ``index`` of the (mode, conns) cell."""
+        assert self.server is not None
+        args, port, signer = self.bench.args, self.server.port, self.bench.signer
+        cell = next((c for c in self.result.cells if c.mode == mode and c.conns == conns), None)
+        if cell is None:
+            cell = Cell(self.target, mode, conns)
+            self.result.cells.append(cell)
+        try:
+            if mode == "unique" and not self.cycles:
+                count = int(self.rate_hint * args.duration * 1.6) + 2000
+                write_requests(self.reqfile, port, signer, unique_ids(count))
+            elif mode == "dup":
+                if not self.primed:
+                    self.accepted_total += prime(port, signer, self.dup_list)
+                    self.primed = True
+                write_requests(self.reqfile, port, signer, self.dup_list)
+            r = run_wrk_measured(
+                self.bench.wrk, self.server, self.reqfile, conns, args.threads, args.duration
+            )
+        except Exception as exc:
+            self._abort(exc)
+            return
+        if mode == "unique" and not self.cycles:
+            self.rate_hint = max(self.rate_hint, r.requests / r.duration_s)
+        cell.runs.append(r)
+        self.accepted_total += r.accepted
+        self.in_flight += conns
+        log(f"[{self.target}] {mode:6} c={conns:<3} run {index + 1}/{args.runs}: " + _line(r))
+        if mode == "unique" and not self.cycles and (r.wraps or r.duplicate):
+            log(f"    (ids re-sent: {r.duplicate} duplicate answers)")
+        if mode == "dup" and r.accepted:
+            log(f"    ({r.accepted} accepted in a dup run)")
+
+    def _abort(self, exc: Exception) -> None:
+        self.alive = False
+        self.result.notes.append(f"aborted: {type(exc).__name__}: {exc}")
+        tail = self.server.log_tail() if self.server is not None else ""
+        log(f"[{self.target}] aborted: {exc}\n{tail}")
+
+    def close(self) -> None:
+        self.alive = False
+        if self.server is None:
+            return
+        self.server.stop()
+        self.reqfile.unlink(missing_ok=True)
+        if note := self.server.bad_exit():
+            self.result.notes.append(note)
+        if self.counter is not None and self.result.cells:
+            self.result.notes.append(check_rows(self.counter, self.accepted_total, self.in_flight))
+        self.server = None
+
+
+def bench_targets(targets: list[str], bench: Bench) -> dict[str, TargetResult]:
+    """Every target's cells, measured in rounds: all servers start first, then each round
+    gives every target one run of the cell in turn (the order rotated each round), so the
+    runs a ratio sets side by side are seconds apart, not minutes: this machine's speed
+    drifts by more than the differences the ratios are about."""
+    args = bench.args
+    sessions = [_Session(target, bench) for target in targets]
+    try:
+        for session in sessions:
+            session.open()
         for conns in args.connections:
-            for mode in modes:
-                cell = Cell(target, mode, conns)
-                result.cells.append(cell)
-                for i in range(args.runs):
-                    if mode == "unique" and not cycles:
-                        count = int(rate_hint * args.duration * 1.6) + 2000
-                        write_requests(reqfile, port, bench.signer, unique_ids(count))
-                    elif mode == "dup":
-                        if not primed:
-                            accepted_total += prime(port, bench.signer, dup_list)
-                            primed = True
-                        write_requests(reqfile, port, bench.signer, dup_list)
-                    r = run_wrk_measured(
-                        bench.wrk, server, reqfile, conns, args.threads, args.duration
-                    )
-                    if mode == "unique" and not cycles:
-                        rate_hint = max(rate_hint, r.requests / r.duration_s)
-                    cell.runs.append(r)
-                    accepted_total += r.accepted
-                    in_flight += conns
-                    log(f"[{target}] {mode:6} c={conns:<3} run {i + 1}/{args.runs}: " + _line(r))
-                    if mode == "unique" and not cycles and (r.wraps or r.duplicate):
-                        log(f"    (ids re-sent: {r.duplicate} duplicate answers)")
-                    if mode == "dup" and r.accepted:
-                        log(f"    ({r.accepted} accepted in a dup run)")
-    except Exception as exc:
-        result.notes.append(f"aborted: {type(exc).__name__}: {exc}")
-        log(f"[{target}] aborted: {exc}\n{server.log_tail()}")
+            for mode in ("unique", "dup"):
+                for index in range(args.runs):
+                    turn = sessions[index % len(sessions) :] + sessions[: index % len(sessions)]
+                    for session in turn:
+                        if session.alive and mode in session.modes:
+                            session.run(mode, conns, index)
     finally:
-        server.stop()
-        reqfile.unlink(missing_ok=True)
-        if note := server.bad_exit():
-            result.notes.append(note)
-    if counter is not None and result.cells:
-        result.notes.append(check_rows(counter, accepted_total, in_flight))
-    return result
+        for session in sessions:
+            session.close()
+    return {session.target: session.result for session in sessions}
 
 
 def _line(r: RunResult) -> str:
@@ -286,6 +343,22 @@ def best_unique_rate(results: dict[str, TargetResult], target: str) -> float | N
     if not cells:
         return None
     return max(cells, key=lambda c: c.conns).med("ok_per_s")
+
+
+def paired(a: Cell, b: Cell, attr: str) -> tuple[float, list[float]]:
+    """The median of the rounds' ratios ``a / b`` of ``attr``: run k of ``a`` beside run k
+    of ``b`` (the same round, seconds apart), so a drift of the machine's speed between
+    rounds divides out. Rounds where either run lacks the figure are left out."""
+    each = [
+        x / y
+        for ra, rb in zip(a.runs, b.runs, strict=False)
+        if (x := getattr(ra, attr)) is not None and (y := getattr(rb, attr))
+    ]
+    return (float(statistics.median(each)) if each else float("nan")), each
+
+
+def _each(ratios: list[float]) -> str:
+    return " ".join(f"{r:.2f}" for r in ratios)
 
 
 def report(results: dict[str, TargetResult], connections: list[int]) -> None:
@@ -328,7 +401,10 @@ def report(results: dict[str, TargetResult], connections: list[int]) -> None:
             "figures of runs with errors are not clean (see the per-run log above)."
         )
 
-    print("\nratios (median 200/s, unique ids unless noted; aims: issue 11):")
+    print(
+        "\nratios (each round's runs of the two targets set side by side, a few seconds apart;"
+        "\nthe median of the rounds' ratios; unique ids unless noted):"
+    )
     # (numerator, denominator, mode, connections (None: the most measured), aim, unit)
     ratios: list[tuple[str, str, str, int | None, float | None, str]] = [
         ("hookinbox-pg", "ceiling", "unique", 32, 0.40, "of ceiling"),
@@ -369,24 +445,27 @@ def report(results: dict[str, TargetResult], connections: list[int]) -> None:
             missing = num if a is None else den
             print(f"{label:<46} n/a ({missing} not measured)")
             continue
-        ratio = a.med("ok_per_s") / b.med("ok_per_s")
+        ratio, rounds = paired(a, b, "ok_per_s")
         value = f"{ratio:.2f} {unit}" if unit.startswith("of") else f"{ratio:.2f}{unit}"
         verdict = ""
         if aim is not None:
             goal = f"{aim:.0%}" if unit.startswith("of") else f"{aim:g}x"
             verdict = f"aim >= {goal}: {'met' if ratio >= aim else 'NOT met'}"
-        print(f"{label:<46} {value:<22} {verdict}")
-    pg, bare = find(results, "hookinbox-pg", "unique", 32), find(results, "ceiling", "unique", 32)
-    if pg is not None and bare is not None:
-        p99 = pg.med("p99_ms")
+        print(f"{label:<46} {value:<22} {verdict:<22} rounds: {_each(rounds)}")
+    ours = find(results, "hookinbox-pg", "unique", 32)
+    bare = find(results, "ceiling", "unique", 32)
+    if ours is not None and bare is not None:
+        p99 = ours.med("p99_ms")
         verdict = "met" if p99 <= 10 else "NOT met"
         label = "  hookinbox-pg unique p99 @32c"
         print(f"{label:<46} {p99:.1f} ms{'':<15} aim <= 10 ms: {verdict}")
-        if (cpu := pg.med_cpu()) is not None and (base := bare.med_cpu()) is not None:
-            times = cpu / base
+        if ours.med_cpu() is not None and bare.med_cpu() is not None:
+            times, rounds = paired(ours, bare, "cpu_us_per_req")
             verdict = "met" if times <= 2 else "NOT met"
             label = "  hookinbox-pg unique cpu/req / ceiling's @32c"
-            print(f"{label:<46} {times:.2f}x{'':<23} aim <= 2x: {verdict}")
+            print(
+                f"{label:<46} {times:.2f}x{'':<18} aim <= 2x: {verdict:<11} rounds: {_each(rounds)}"
+            )
 
 
 def pg_cpu_per_delivery(results: dict[str, TargetResult]) -> dict[str, float]:

@@ -260,8 +260,8 @@ def main() -> int:
         targets = list(args.targets) if "receive" in modes else []
         if "peers" in modes:
             targets += [p for p in args.peers if p not in targets]
-        for target in targets:
-            received[target] = receive.bench_target(target, bench)
+        if targets:
+            received = receive.bench_targets(targets, bench)
         if "receive" in modes and any(t.startswith("hookinbox-pg") for t in args.targets):
             log("[pgfloor] PostgreSQL's floor and cost ladder (pgbench, scratch database)")
             floor = pgfloor.run(bench)
@@ -286,8 +286,8 @@ def main() -> int:
         )
         if "peers" in modes:
             drain_targets += args.peers
-        for target in drain_targets:
-            drained[target] = loadgen.run(drain.bench_drain(target, bench))
+        if drain_targets:
+            drained = loadgen.run(drain.bench_drains(drain_targets, bench))
         if "peers" in modes and "celery" in args.peers:
             probed = dedup_probes.run_probes(bench)
         if "growth" in modes:
