@@ -134,7 +134,8 @@ def make_server(target: str, bench: Bench) -> tuple[Proc, RowCounter | None]:
             proc.pg_db = peer_db(target)
         return proc, peer_counter(target)
     kind = store_kind_of(target)
-    store = fresh_hookinbox_store(kind, f"receive_{kind}", bench.tmp)
+    # A store of its own per target: every target's server is up for the whole mode.
+    store = fresh_hookinbox_store(kind, "receive_" + target.replace("-", "_"), bench.tmp)
     config = hookinbox_config(
         store, bench.tmp, target, env, bench.args.concurrency, sealed=target.endswith(SEALED_SUFFIX)
     )
