@@ -294,6 +294,46 @@ async def test_a_journal_row_deleted_from_a_session_naming_the_schema_takes_its_
     assert [(r["id"], r["n"]) for r in left] == [(jobs[1].id, 1)]
 
 
+async def test_a_purge_batch_deletes_the_children_of_its_rows_in_one_call_per_table(
+    backend: str, db_url: str, store: Store
+) -> None:
+    """On PostgreSQL the cascades run once per DELETE statement over the rows it deleted
+    (migration 026), not once per row: a purge batch of many journal rows calls each
+    cascade function once and still takes every child of those rows, and none of the
+    rows it kept."""
+    if backend == "sqlite":
+        return  # SQLite's cascades are its keys' own
+    await store.journal.reserve_deliveries([new_delivery(f"e{i}") for i in range(12)])
+    jobs = await store.queue.claim_due_jobs("w", 12, 30)
+    await store.queue.settle_jobs([Settlement(j.id, j.lease_token, "completed") for j in jobs])
+    schema = db_url.rsplit("search_path=", 1)[1]
+    pg = await asyncpg.connect(PG_URL)
+    try:
+        await pg.execute("SET track_functions = 'pl'")
+        ids = [r["id"] for r in await pg.fetch(f"SELECT id FROM {schema}.deliveries ORDER BY id")]
+        async with pg.transaction():
+            await pg.execute(f"DELETE FROM {schema}.deliveries WHERE id = ANY($1)", ids[:10])
+            calls = {
+                r["funcname"]: r["calls"]
+                for r in await pg.fetch(
+                    "SELECT funcname, calls FROM pg_stat_xact_user_functions WHERE schemaname = $1",
+                    schema,
+                )
+            }
+        left = {
+            table: await pg.fetchval(f"SELECT count(*) FROM {schema}.{table}")
+            for table in ("deliveries", "payloads", "jobs", "attempts")
+        }
+    finally:
+        await pg.close()
+    assert calls == {
+        "hookinbox_delete_deliveries_jobs": 1,
+        "hookinbox_delete_deliveries_payloads": 1,
+        "hookinbox_delete_jobs_attempts": 1,
+    }
+    assert left == {"deliveries": 2, "payloads": 2, "jobs": 2, "attempts": 2}
+
+
 async def test_a_reserve_locks_none_of_the_journal_rows_it_writes(
     backend: str, store: Store
 ) -> None:

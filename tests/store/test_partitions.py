@@ -6,7 +6,6 @@ rows, which the last test checks on both stores."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import json
 from collections.abc import AsyncIterator, Iterator
@@ -24,7 +23,7 @@ from hookinbox.store.migrations import load_migrations
 from tests.cli.test_ops_cli import hookinbox
 from tests.store.test_contract import new_delivery
 from tests.support.configs import write_config
-from tests.support.database import pg_schema_url
+from tests.support.database import pg_schema_url, pg_session
 from tests.support.inbox import make_config
 from tests.support.journal import add_delivery, id_at, settle_all
 
@@ -46,15 +45,6 @@ async def pg_store(pg_url: str) -> AsyncIterator[Store]:
         yield store
     finally:
         await store.close()
-
-
-@contextlib.asynccontextmanager
-async def raw(url: str) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(url)
-    try:
-        yield conn
-    finally:
-        await conn.close()
 
 
 def _today() -> datetime:
@@ -88,7 +78,7 @@ async def test_a_day_past_the_retention_retires_and_its_held_payloads_stay(
 ) -> None:
     made = await _three_deliveries_days_ago(pg_store)
     day = "payloads_p" + (_today() - timedelta(days=3)).strftime("%Y%m%d")
-    async with raw(pg_url) as conn:
+    async with pg_session(pg_url) as conn:
         assert {await _where(conn, i) for i in made.values()} == {day}
 
     # Retention 0: the completed job's payload may go (with a day's retention it would be
@@ -97,7 +87,7 @@ async def test_a_day_past_the_retention_retires_and_its_held_payloads_stay(
     mine = next(each for each in retired if each.name == day)
     assert (mine.retired, mine.rows, mine.held) == (True, 3, 2)
     assert day not in {p.name for p in await pg_store.partitions.listing()}
-    async with raw(pg_url) as conn:
+    async with pg_session(pg_url) as conn:
         assert await _where(conn, made["done"]) is None
         assert await _where(conn, made["dead"]) == "payloads_default"
         assert await _where(conn, made["waiting"]) == "payloads_default"
@@ -137,7 +127,7 @@ async def test_the_default_partition_rows_go_by_rows_once_their_jobs_complete(
     assert await pg_store.retention.count_purgeable_payloads(DAY) == 0
     assert await pg_store.retention.count_purgeable_payloads(0) == 1
     assert await pg_store.retention.purge_payloads(0, 100) == 1
-    async with raw(pg_url) as conn:
+    async with pg_session(pg_url) as conn:
         assert await _where(conn, made["waiting"]) is None
         assert await _where(conn, made["dead"]) == "payloads_default"
 
@@ -147,7 +137,7 @@ async def test_a_day_that_cannot_retire_for_a_day_is_purged_by_rows(
 ) -> None:
     made = await _three_deliveries_days_ago(pg_store)
     day = "payloads_p" + (_today() - timedelta(days=3)).strftime("%Y%m%d")
-    async with raw(pg_url) as conn:  # as if received and completed three days ago
+    async with pg_session(pg_url) as conn:  # as if received and completed three days ago
         await conn.execute("UPDATE deliveries SET first_seen_at = now() - interval '3 days'")
         await conn.execute(
             "UPDATE jobs SET completed_at = now() - interval '3 days' WHERE state = 'completed'"
@@ -158,7 +148,7 @@ async def test_a_day_that_cannot_retire_for_a_day_is_purged_by_rows(
     # Its day is more than a day past the cutoff: the row-by-row path takes what may go.
     assert await pg_store.retention.count_purgeable_payloads(DAY) == 1
     assert await pg_store.retention.purge_payloads(DAY, 100) == 1
-    async with raw(pg_url) as conn:
+    async with pg_session(pg_url) as conn:
         assert await _where(conn, made["done"]) is None
         assert await _where(conn, made["dead"]) == day
 
@@ -168,7 +158,7 @@ async def test_a_retirement_waits_for_a_lock_at_most_its_bound_then_goes_next_ti
 ) -> None:
     await _three_deliveries_days_ago(pg_store)
     day = "payloads_p" + (_today() - timedelta(days=3)).strftime("%Y%m%d")
-    async with raw(pg_url) as reader:
+    async with pg_session(pg_url) as reader:
         # A long reader of payloads (a search): the DETACH would queue behind it, and
         # every insert behind the DETACH; it gives up after lock_wait instead.
         tx = reader.transaction()
@@ -184,7 +174,7 @@ async def test_a_retirement_waits_for_a_lock_at_most_its_bound_then_goes_next_ti
     assert waited < 5
     assert day in {p.name for p in await pg_store.partitions.listing()}
     # Nothing half done: every payload is where it was.
-    async with raw(pg_url) as conn:
+    async with pg_session(pg_url) as conn:
         assert await conn.fetchval("SELECT count(*) FROM payloads_default") == 0
     again = await pg_store.partitions.retire(0)
     assert next(each for each in again if each.name == day).retired
@@ -194,11 +184,11 @@ async def test_a_delivery_whose_day_has_no_partition_still_lands_and_moves_in_la
     pg_store: Store, pg_url: str
 ) -> None:
     today = "payloads_p" + _today().strftime("%Y%m%d")
-    async with raw(pg_url) as conn:
+    async with pg_session(pg_url) as conn:
         await conn.execute(f"ALTER TABLE payloads DETACH PARTITION {today}")
         await conn.execute(f"DROP TABLE {today}")
     delivery = await add_delivery(pg_store, "evt_orphan")
-    async with raw(pg_url) as conn:
+    async with pg_session(pg_url) as conn:
         assert await _where(conn, delivery) == "payloads_default"
         # A reader of DEFAULT (a claim's plan locks every partition) keeps the attach from
         # its lock: the day is left for next time, after a bounded wait, not an error.
@@ -208,7 +198,7 @@ async def test_a_delivery_whose_day_has_no_partition_still_lands_and_moves_in_la
         assert await pg_store.partitions.create_ahead() == 0
         await reading.rollback()
     assert await pg_store.partitions.create_ahead() == 1
-    async with raw(pg_url) as conn:
+    async with pg_session(pg_url) as conn:
         assert await _where(conn, delivery) == today
     (claimed,) = await pg_store.queue.claim_due_jobs("w", 10, 30)
     assert claimed.body is not None and b"evt_orphan" in claimed.body
@@ -222,7 +212,7 @@ _MIGRATIONS_TABLE = (
 
 
 async def test_a_store_at_018_with_rows_converts_in_place_while_receiving(pg_url: str) -> None:
-    async with raw(pg_url) as conn:
+    async with pg_session(pg_url) as conn:
         await conn.execute(_MIGRATIONS_TABLE)
         for migration in load_migrations("hookinbox.store.postgres", POSTGRES):
             if migration.version <= 18:
@@ -251,7 +241,7 @@ async def test_a_store_at_018_with_rows_converts_in_place_while_receiving(pg_url
             received.append(await add_delivery(receiver, f"evt_new_{len(received)}"))
             waits.append(loop.time() - started)
 
-        async with raw(pg_url) as reader:
+        async with pg_session(pg_url) as reader:
             search = reader.transaction()
             await search.start()
             await reader.fetchval("SELECT count(*) FROM payloads")
@@ -270,7 +260,7 @@ async def test_a_store_at_018_with_rows_converts_in_place_while_receiving(pg_url
         await receiver.close()
         await old.close()
 
-    async with raw(pg_url) as conn:
+    async with pg_session(pg_url) as conn:
         assert (
             await conn.fetchval(
                 "SELECT relkind::text FROM pg_class WHERE oid = 'payloads'::regclass"
@@ -307,7 +297,7 @@ async def test_a_store_at_018_with_rows_converts_in_place_while_receiving(pg_url
         assert legacy.retired and legacy.rows == len(before) + len(received)
         assert legacy.held == len(received)  # their jobs are still accepted
         # A journal row deleted takes its payload (DEFAULT now) with it, by the trigger.
-        async with raw(pg_url) as conn:
+        async with pg_session(pg_url) as conn:
             await conn.execute("DELETE FROM deliveries WHERE id = $1", received[0])
             assert await _where(conn, received[0]) is None
     finally:

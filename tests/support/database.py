@@ -14,7 +14,7 @@ import functools
 import os
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -80,6 +80,16 @@ def pg_schema_url(base_url: str = PG_URL) -> Iterator[str]:
         yield f"{base_url}?search_path={schema}"
     finally:
         asyncio.run(_pg_exec(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+
+
+@contextlib.asynccontextmanager
+async def pg_session(url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A plain connection to the tests' PostgreSQL (a ``pg_schema_url`` selects its schema)."""
+    conn = await asyncpg.connect(url)
+    try:
+        yield conn
+    finally:
+        await conn.close()
 
 
 async def raw_payload_body(db_url: str, delivery_id: str) -> bytes:

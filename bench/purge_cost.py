@@ -1,0 +1,141 @@
+"""What a purged delivery costs PostgreSQL: the journal's cascades per row or per statement.
+
+    .venv/bin/python bench/purge_cost.py [--rows 600000] [--rounds 3]
+
+Not a mode of ``make bench``: the measurement behind migration 026 (docs/performance.md,
+"What a purged delivery costs"). Two databases, ``bench_<tag>_purge_statement`` and
+``bench_<tag>_purge_row``, each migrated by ``hookinbox migrate`` and filled with mode
+growth's old journal (``journal_fill``: ``--rows`` deliveries over 30 days, a quarter of
+them with a payload in their day's partition, one job each, one job in 33 with two
+attempts). The first keeps the cascades as migrated (one ``DELETE`` per statement over
+its transition table); the second gets them back as 012, 019 and 025 made them (a
+PL/pgSQL ``DELETE`` per row deleted). Each round, one database then the other (the order
+alternating), deletes the oldest journal rows as a purge batch does (the batch's effects,
+then the rows, in one transaction) in batches of 1,000, 10 and 1. The figure is that
+backend's CPU per deleted delivery (``/proc/PID/schedstat``), the median of the rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import os
+import secrets
+import statistics
+import tempfile
+from pathlib import Path
+
+import asyncpg
+from harness import HookinboxStore, db_name, hookinbox_config, pg_drop, pg_dsn, pg_recreate
+from journal_fill import FillPlan, fill
+
+#: (rows per batch, batches per round)
+BATCHES = ((1000, 10), (10, 50), (1, 100))
+
+#: The cascades as migrations 012, 019 and 025 left them: one PL/pgSQL DELETE per row.
+ROW_CASCADES = """
+CREATE FUNCTION bench_delete_delivery_jobs() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN DELETE FROM jobs WHERE delivery_id = OLD.id COLLATE "default"; RETURN NULL; END; $$;
+CREATE FUNCTION bench_delete_delivery_payload() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN DELETE FROM payloads WHERE delivery_id = OLD.id COLLATE "default"; RETURN NULL; END; $$;
+CREATE FUNCTION bench_delete_job_attempts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN DELETE FROM attempts WHERE job_id = OLD.id; RETURN NULL; END; $$;
+DROP TRIGGER deliveries_delete_jobs ON deliveries;
+DROP TRIGGER deliveries_delete_payload ON deliveries;
+DROP TRIGGER jobs_delete_attempts ON jobs;
+CREATE TRIGGER deliveries_delete_jobs AFTER DELETE ON deliveries
+    FOR EACH ROW EXECUTE FUNCTION bench_delete_delivery_jobs();
+CREATE TRIGGER deliveries_delete_payload AFTER DELETE ON deliveries
+    FOR EACH ROW EXECUTE FUNCTION bench_delete_delivery_payload();
+CREATE TRIGGER jobs_delete_attempts AFTER DELETE ON jobs
+    FOR EACH ROW EXECUTE FUNCTION bench_delete_job_attempts();
+"""
+
+DROP_EFFECTS = (
+    "DELETE FROM effects WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id = ANY($1))"
+)
+
+
+def _cpu_us(pid: int) -> float:
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1000.0
+
+
+async def _delete_batches(dsn: str, size: int, count: int) -> float:
+    """Backend CPU per deleted delivery over ``count`` batches of ``size``."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        pid = await conn.fetchval("SELECT pg_backend_pid()")
+        spent, deleted = 0.0, 0
+        for _ in range(count):
+            rows = await conn.fetch("SELECT id FROM deliveries ORDER BY id LIMIT $1", size)
+            ids = [r["id"] for r in rows]
+            before = _cpu_us(pid)
+            async with conn.transaction():
+                await conn.execute(DROP_EFFECTS, ids)
+                await conn.execute("DELETE FROM deliveries WHERE id = ANY($1)", ids)
+            spent += _cpu_us(pid) - before
+            deleted += len(ids)
+        return spent / max(deleted, 1)
+    finally:
+        await conn.close()
+
+
+def _prepare(variant: str, rows: int, tmp: Path) -> str:
+    db = db_name(f"purge_{variant}")
+    pg_recreate(db)
+    store = HookinboxStore("pg", pg_db=db)
+    # The config names a source secret; nothing here signs or checks one.
+    secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+    env = dict(os.environ, BENCH_SECRET=secret)
+    hookinbox_config(store, tmp, f"purge_{variant}", env, 4)
+    fill(store, FillPlan.last_thirty_days(rows, rows // 4), f"purge {variant}")
+    if variant == "row":
+
+        async def install() -> None:
+            conn = await asyncpg.connect(pg_dsn(db))
+            try:
+                await conn.execute(ROW_CASCADES)
+            finally:
+                await conn.close()
+
+        asyncio.run(install())
+    return db
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=600_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    variants = ("statement", "row")
+    tmp = Path(tempfile.mkdtemp(prefix="bench_purge_cost_"))
+    dbs: dict[str, str] = {}
+    figures: dict[tuple[str, int], list[float]] = {}
+    try:
+        for variant in variants:
+            dbs[variant] = _prepare(variant, args.rows, tmp)
+        for variant in variants:  # warm: the first batches read cold pages
+            asyncio.run(_delete_batches(pg_dsn(dbs[variant]), 1000, 3))
+        for rnd in range(args.rounds):
+            order = variants if rnd % 2 == 0 else variants[::-1]
+            for variant in order:
+                for size, count in BATCHES:
+                    us = asyncio.run(_delete_batches(pg_dsn(dbs[variant]), size, count))
+                    figures.setdefault((variant, size), []).append(us)
+                    print(f"round {rnd + 1} {variant:<9} batch {size:>5}: {us:6.1f} us/delivery")
+    finally:
+        for db in dbs.values():
+            pg_drop(db)
+        for path in tmp.iterdir():
+            path.unlink()
+        tmp.rmdir()
+    print(f"\n{'cascades':<10} " + " ".join(f"{f'batch {s}':>11}" for s, _ in BATCHES))
+    for variant in variants:
+        cells = [statistics.median(figures[(variant, s)]) for s, _ in BATCHES]
+        print(f"{variant:<10} " + " ".join(f"{c:11.1f}" for c in cells))
+    print("(median PostgreSQL backend CPU per deleted delivery, microseconds)")
+
+
+if __name__ == "__main__":
+    main()
