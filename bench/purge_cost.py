@@ -5,13 +5,15 @@
 Not a mode of ``make bench``: the measurement behind migration 026 (docs/performance.md,
 "What a purged delivery costs"). Two databases, ``bench_<tag>_purge_statement`` and
 ``bench_<tag>_purge_row``, each migrated by ``hookinbox migrate`` and filled with mode
-growth's old journal (``journal_fill``: ``--rows`` deliveries over 30 days, a quarter of
-them with a payload in their day's partition, one job each, one job in 33 with two
-attempts). The first keeps the cascades as migrated (one ``DELETE`` per statement over
+growth's old journal (``journal_fill``: ``--rows`` deliveries over 30 days, the newest
+quarter of them with a payload in their day's partition, one job each, one job in 33 with
+two attempts). The first keeps the cascades as migrated (one ``DELETE`` per statement over
 its transition table); the second gets them back as 012, 019 and 025 made them (a
 PL/pgSQL ``DELETE`` per row deleted). Each round, one database then the other (the order
-alternating), deletes the oldest journal rows as a purge batch does (the batch's effects,
-then the rows, in one transaction) in batches of 1,000, 10 and 1. The figure is that
+alternating), deletes the oldest journal rows as a purge batch does (its jobs locked in id
+order, its effects and superseded effects, then the rows, in one transaction) in batches
+of 1,000, 10 and 1. The oldest rows have no payload left (a store's payloads retire
+long before its keys), so the payload cascade finds nothing, as in a real purge. The figure is that
 backend's CPU per deleted delivery (``/proc/PID/schedstat``), the median of the rounds.
 """
 
@@ -35,11 +37,14 @@ BATCHES = ((1000, 10), (10, 50), (1, 100))
 
 #: The cascades as migrations 012, 019 and 025 left them: one PL/pgSQL DELETE per row.
 ROW_CASCADES = """
-CREATE FUNCTION bench_delete_delivery_jobs() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION bench_delete_delivery_jobs() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN DELETE FROM jobs WHERE delivery_id = OLD.id COLLATE "default"; RETURN NULL; END; $$;
-CREATE FUNCTION bench_delete_delivery_payload() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION bench_delete_delivery_payload() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN DELETE FROM payloads WHERE delivery_id = OLD.id COLLATE "default"; RETURN NULL; END; $$;
-CREATE FUNCTION bench_delete_job_attempts() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION bench_delete_job_attempts() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN DELETE FROM attempts WHERE job_id = OLD.id; RETURN NULL; END; $$;
 DROP TRIGGER deliveries_delete_jobs ON deliveries;
 DROP TRIGGER deliveries_delete_payload ON deliveries;
@@ -52,8 +57,15 @@ CREATE TRIGGER jobs_delete_attempts AFTER DELETE ON jobs
     FOR EACH ROW EXECUTE FUNCTION bench_delete_job_attempts();
 """
 
+#: A purge batch's statements after it has read its ids (queries/retention.sql): its jobs
+#: locked in id order, its effects and superseded effects, then its journal rows.
+LOCK_JOBS = "SELECT delivery_id, state FROM jobs WHERE delivery_id = ANY($1) ORDER BY id FOR UPDATE"
 DROP_EFFECTS = (
     "DELETE FROM effects WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id = ANY($1))"
+)
+DROP_SUPERSEDED = (
+    "DELETE FROM effects_superseded"
+    " WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id = ANY($1))"
 )
 
 
@@ -72,7 +84,9 @@ async def _delete_batches(dsn: str, size: int, count: int) -> float:
             ids = [r["id"] for r in rows]
             before = _cpu_us(pid)
             async with conn.transaction():
+                await conn.fetch(LOCK_JOBS, ids)
                 await conn.execute(DROP_EFFECTS, ids)
+                await conn.execute(DROP_SUPERSEDED, ids)
                 await conn.execute("DELETE FROM deliveries WHERE id = ANY($1)", ids)
             spent += _cpu_us(pid) - before
             deleted += len(ids)

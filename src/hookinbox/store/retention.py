@@ -25,6 +25,7 @@ _DROP_PAYLOADS = _SQL["drop_payloads"]
 _MARK_PURGED = _SQL["mark_purged"]
 _COUNT_DELIVERIES = _SQL["count_deliveries"]
 _DELIVERY_BATCH = _SQL["delivery_batch"]
+_LOCK_BATCH_JOBS = _SQL["lock_batch_jobs"]
 _DROP_EFFECTS = _SQL["drop_effects"]
 _DROP_SUPERSEDED = _SQL["drop_superseded"]
 _DROP_DELIVERIES = _SQL["drop_deliveries"]
@@ -39,6 +40,23 @@ def _purge(batch: Sql, drops: tuple[Sql, ...], age: float, limit: int, **more: o
     ids = [each["id"] for each in (yield rows(batch, age=age, limit=limit, **more))]
     if ids:
         for drop in drops:
+            yield count(drop, ids=ids)
+    return len(ids)
+
+
+def _purge_journal(age: float, limit: int, ceiling: str) -> Tx[int]:
+    """A journal batch: its rows, then their jobs locked (``lock_batch_jobs``), then the
+    rows whose jobs are all still completed deleted with everything that is theirs."""
+    ids = [
+        each["id"] for each in (yield rows(_DELIVERY_BATCH, age=age, limit=limit, ceiling=ceiling))
+    ]
+    if not ids:
+        return 0
+    jobs = yield rows(_LOCK_BATCH_JOBS, ids=ids)
+    unfinished = {job["delivery_id"] for job in jobs if job["state"] != "completed"}
+    ids = [delivery_id for delivery_id in ids if delivery_id not in unfinished]
+    if ids:
+        for drop in (_DROP_EFFECTS, _DROP_SUPERSEDED, _DROP_DELIVERIES):
             yield count(drop, ids=ids)
     return len(ids)
 
@@ -97,6 +115,4 @@ class Retention:
         """Delete up to ``limit`` purgeable journal rows with their jobs, attempts, payloads
         and ledger rows, in one transaction; return how many deliveries went."""
         age = float(older_than_seconds)
-        drops = (_DROP_EFFECTS, _DROP_SUPERSEDED, _DROP_DELIVERIES)
-        ceiling = _journal_ceiling(age)
-        return await self._db.run(_purge(_DELIVERY_BATCH, drops, age, limit, ceiling=ceiling))
+        return await self._db.run(_purge_journal(age, limit, _journal_ceiling(age)))

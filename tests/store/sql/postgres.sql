@@ -2129,6 +2129,14 @@ WHERE delivery_id = ANY($1);
 DELETE FROM effects_superseded
 WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id = ANY($1));
 
+-- name: retention.lock_batch_jobs
+-- params: $1 ids
+SELECT j.delivery_id, j.state
+FROM jobs j
+WHERE j.delivery_id = ANY($1)
+ORDER BY j.id
+FOR UPDATE;
+
 -- name: retention.mark_purged
 -- params: $1 ids
 UPDATE deliveries

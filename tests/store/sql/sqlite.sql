@@ -1669,6 +1669,13 @@ WHERE delivery_id IN (SELECT value FROM json_each(:ids));
 DELETE FROM effects_superseded
 WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id IN (SELECT value FROM json_each(:ids)));
 
+-- name: retention.lock_batch_jobs
+SELECT j.delivery_id, j.state
+FROM jobs j
+WHERE j.delivery_id IN (SELECT value FROM json_each(:ids))
+ORDER BY j.id
+;
+
 -- name: retention.mark_purged
 UPDATE deliveries
 SET payload_purged_at = ((julianday('now') - 2440587.5) * 86400.0)

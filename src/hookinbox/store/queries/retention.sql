@@ -65,6 +65,18 @@ WHERE d.id < :ceiling
 ORDER BY d.id
 LIMIT :limit {skip_locked:d};
 
+-- name: lock_batch_jobs
+-- The batch's jobs, locked before anything is deleted, in id order: a replay's requeue
+-- locks the jobs it moves in that order too (by key), so the two wait for each other
+-- and never deadlock, where the cascade's delete would lock them in whatever order its
+-- join reads them. Read as locked, the state is the latest committed one: a delivery a
+-- replay has made unfinished since the batch was read is left out of this batch.
+SELECT j.delivery_id, j.state
+FROM jobs j
+WHERE j.delivery_id {in:ids}
+ORDER BY j.id
+{for_update};
+
 -- name: drop_effects
 DELETE FROM effects
 WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id {in:ids});

@@ -2,13 +2,16 @@
 -- job's attempts) ran once per row deleted: a purge batch of 1,000 journal rows ran 3,000
 -- single-row DELETEs, each through PL/pgSQL, and the payload's probed every day partition
 -- of payloads. Per statement, each cascade is one DELETE per batch over the rows the
--- statement deleted (its transition table): PostgreSQL's CPU per purged delivery 37 µs
--- per row, 13 µs per statement, on a journal of 600,000 rows in batches of 1,000
--- (docs/performance.md, "What a purged delivery costs"). A delete of one row costs the
--- same either way. The journal's rows are deleted only by the purge and by hand, so no
+-- statement deleted (its transition table): PostgreSQL's CPU per purged delivery in
+-- batches of 1,000 is about half (docs/performance.md, "What a purged delivery costs");
+-- a DELETE of a single row costs a little more (three statements planned over a
+-- transition table). The journal's rows are deleted only by the purge and by hand, so no
 -- receive or claim runs these.
 -- IN (SELECT ...) and not = ANY(ARRAY(...)): over a transition table PostgreSQL joins
--- by the index either way, and the join was the cheaper of the two (16 µs).
+-- by the index either way, and the join was the cheaper of the two.
+-- The cascade locks the jobs it deletes in the order its join reads them; the purge
+-- locks its batch's jobs in id order before it deletes (queries/retention.sql,
+-- lock_batch_jobs), so that a replay of the same jobs and a purge never deadlock.
 
 CREATE FUNCTION hookinbox_delete_deliveries_jobs() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
@@ -35,18 +38,18 @@ END;
 $$;
 
 -- A change of a table that every receive writes, under that table's lock: each try waits
--- at most 200 ms for the lock (the receivers queue behind a waiting lock), and the tries
--- go on every half second for a minute before the migration fails, as 019's and 025's
--- steps do. The statements run in one subtransaction: all of them or none. For the
--- migrations after this one that need it.
+-- at most 200 ms for the lock (the receivers queue behind a waiting lock for that long),
+-- and the tries go on every half second for a minute before the migration fails, as
+-- 019's and 025's steps do. The statements run in one subtransaction: all of them or
+-- none. The lock_timeout is the function's own: the rest of the migration waits as usual.
+-- For the migrations after this one that need it.
 CREATE OR REPLACE FUNCTION hookinbox_alter_when_unlocked(statements text[]) RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET lock_timeout = '200ms' AS $$
 DECLARE
     statement text;
 BEGIN
     FOR attempt IN 1..120 LOOP
         BEGIN
-            PERFORM set_config('lock_timeout', '200ms', true);
             FOREACH statement IN ARRAY statements LOOP
                 EXECUTE statement;
             END LOOP;

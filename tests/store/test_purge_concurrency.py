@@ -1,0 +1,63 @@
+"""A journal purge and a replay of the same old deliveries at once, on PostgreSQL, through
+real concurrent connections: the purge locks its batch's jobs in id order before it
+deletes anything, as the replay's requeue does, so neither fails on a deadlock; and a job
+the replay put back in the queue stays, with its delivery, instead of going with the
+batch it was read in."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import asyncpg
+
+from hookinbox.store import Settlement, Store
+from tests.store.test_contract import new_delivery
+from tests.support.database import PG_URL
+
+DELIVERIES = 20
+#: What the queue's requeue statement does to a job (queries/queue.sql, requeue).
+_REQUEUE = (
+    "UPDATE {schema}.jobs SET state = 'accepted', max_attempts = attempts + 1,"
+    " next_attempt_at = now(), completed_at = NULL WHERE id = ANY($1) AND state = 'completed'"
+)
+
+
+async def test_a_purge_and_a_replay_of_the_same_deliveries_neither_deadlock_nor_lose_the_replay(
+    backend: str, db_url: str, store: Store
+) -> None:
+    if backend == "sqlite":
+        return  # one writer at a time: nothing interleaves
+    await store.journal.reserve_deliveries([new_delivery(f"e{i}") for i in range(DELIVERIES)])
+    jobs = await store.queue.claim_due_jobs("w", DELIVERIES, 30)
+    await store.queue.settle_jobs([Settlement(j.id, j.lease_token, "completed") for j in jobs])
+    job_ids = sorted(j.id for j in jobs)
+    replayed = job_ids[: DELIVERIES // 2]
+    await asyncio.sleep(0.01)  # last seen before "now minus 0 s"
+
+    schema = db_url.rsplit("search_path=", 1)[1]
+    replay = await asyncpg.connect(PG_URL)
+    watch = await asyncpg.connect(PG_URL)
+    try:
+        tx = replay.transaction()
+        await tx.start()
+        await replay.execute(_REQUEUE.format(schema=schema), replayed[:1])
+        purge = asyncio.create_task(store.retention.purge_deliveries(0, 1000))
+        deadline = time.monotonic() + 20
+        while not await watch.fetchval(
+            "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'"
+        ):
+            assert time.monotonic() < deadline, "the purge never waited for the replay's lock"
+            assert not purge.done(), "the purge did not wait for the replayed job"
+            await asyncio.sleep(0.02)
+        await replay.execute(_REQUEUE.format(schema=schema), replayed[1:])
+        await tx.commit()
+        purged = await asyncio.wait_for(purge, timeout=30)
+    finally:
+        await replay.close()
+        await watch.close()
+
+    assert purged == DELIVERIES - len(replayed)
+    left = {job_id: (await store.queue.get_job(job_id)) for job_id in job_ids}
+    assert sorted(job_id for job_id, job in left.items() if job is not None) == replayed
+    assert {left[job_id].state for job_id in replayed} == {"accepted"}  # type: ignore[union-attr]
