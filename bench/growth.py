@@ -25,7 +25,13 @@ Per store, on ONE store that grows through the phases:
    retiring under load is timed by ``bench/partition_retire.py``;
 5. ``after``: the same runs again.
 
-The figures: median answers/s and p99 per phase, each phase ÷ empty (aims: N rows within
+Phases 1, 2 and 5 run in rounds beside a reference server (an empty store of its own, up
+throughout), the order alternating, and phase 4 on PostgreSQL in rounds of a run while the
+purge works and one with it stopped (SIGSTOP, between two of its batches): this
+machine's speed drifts by up to 2x over minutes, so the ratios are of runs seconds apart
+(bench/README.md, "growth").
+
+The figures: median answers/s and p99 per phase, the paired ratios (aims: N rows within
 10% of empty; retiring a day under 1 s and costing the receive rate under 10%; the
 search under 1 s), the fill's time and the store's size. The load average and the CPU
 busy before each phase are logged and kept: the machine is shared.
@@ -37,14 +43,17 @@ import json
 import os
 import re
 import secrets
+import signal
 import statistics
 import subprocess
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness import (
     HOOKINBOX,
     Bench,
+    HookinboxStore,
     Proc,
     RunResult,
     cpu_busy,
@@ -54,6 +63,7 @@ from harness import (
     hookinbox_serve_cmd,
     log,
     pg_drop,
+    pg_scalar,
     pg_wal_counters,
     run_wrk_measured,
     write_requests,
@@ -74,6 +84,13 @@ SEARCHES = 5
 class Phase:
     name: str
     runs: list[RunResult] = field(default_factory=list)
+    #: Run k of the reference server (an empty store of its own, up throughout), taken
+    #: beside run k of this phase: this machine's speed drifts by up to 2x over minutes,
+    #: so phases minutes apart are compared through the reference measured seconds apart.
+    ref_runs: list[RunResult] = field(default_factory=list)
+    #: Retiring a day on PostgreSQL: run k with the purge stopped (SIGSTOP), beside run k
+    #: with it working.
+    paused_runs: list[RunResult] = field(default_factory=list)
     #: /proc/loadavg's 1-minute figure and the CPU busy over 1 s, before the phase.
     load: float | None = None
     busy: float | None = None
@@ -81,6 +98,12 @@ class Phase:
     def med(self, attr: str) -> float | None:
         values = [float(getattr(r, attr)) for r in self.runs]
         return statistics.median(values) if values else None
+
+    def round_ratios(self, against: list[RunResult]) -> list[float]:
+        """Run k's rate over run k of ``against`` (the reference's, or the paused purge's)."""
+        return [
+            r.ok_per_s / a.ok_per_s for r, a in zip(self.runs, against, strict=False) if a.ok_per_s
+        ]
 
 
 @dataclass
@@ -91,6 +114,8 @@ class GrowthResult:
     fill: FillResult | None = None
     #: Wall seconds of the purge under load, what it deleted (its own report lines).
     purge_seconds: float | None = None
+    #: Of those, the seconds the purge was stopped for the paired runs.
+    purge_paused_seconds: float = 0.0
     purge_report: str | None = None
     #: Deliveries of the oldest day, as filled (what the purge should retire).
     retire_expected: int | None = None
@@ -150,19 +175,60 @@ class _Runner:
         self.rate_hint = max(self.rate_hint, r.requests / r.duration_s)
         return r
 
-    def phase(self, name: str, runs: int) -> Phase:
-        phase = Phase(name, load=_loadavg(), busy=cpu_busy())
-        log(f"[{self.label}] {name}: load {phase.load}, cpu busy {phase.busy or 0:.0%}")
-        warm = self.run(min(2, self.bench.args.duration))
-        log(f"[{self.label}] {name} warm-up: {warm.ok_per_s:,.0f}/s")
-        for i in range(runs):
-            r = self.run(self.bench.args.duration)
-            phase.runs.append(r)
-            log(f"[{self.label}] {name} run {i + 1}/{runs}: {_line(r)}")
-        return phase
-
     def close(self) -> None:
         self.reqfile.unlink(missing_ok=True)
+
+
+def _paired_phase(name: str, runs: int, runner: _Runner, ref: _Runner) -> Phase:
+    """``runs`` rounds, each a run of the measured server and one of the reference, the
+    order alternating (each warmed up first)."""
+    phase = Phase(name, load=_loadavg(), busy=cpu_busy())
+    log(f"[{runner.label}] {name}: load {phase.load}, cpu busy {phase.busy or 0:.0%}")
+    for each in (runner, ref):
+        warm = each.run(min(2, runner.bench.args.duration))
+        log(f"[{each.label}] {name} warm-up: {warm.ok_per_s:,.0f}/s")
+    for i in range(runs):
+        order = (runner, ref) if i % 2 == 0 else (ref, runner)
+        for each in order:
+            r = each.run(runner.bench.args.duration)
+            (phase.runs if each is runner else phase.ref_runs).append(r)
+            log(f"[{each.label}] {name} run {i + 1}/{runs}: {_line(r)}")
+    return phase
+
+
+#: The purge's sessions name themselves so (the database URL's ``application_name``).
+PURGE_APPLICATION = "bench_growth_purge"
+
+
+def _purge_between_batches(db: str) -> bool:
+    """Whether the purge's sessions are all idle outside a transaction: between two
+    batches (in the pause after one), holding no lock. Stopped there, the purge's batches
+    keep their pace (``purge_pause`` times a batch's wall time, which a stop inside the
+    batch would stretch) and no receiver waits for it."""
+    busy = pg_scalar(
+        db,
+        "SELECT count(*) FILTER (WHERE state <> 'idle') FROM pg_stat_activity"
+        f" WHERE application_name = '{PURGE_APPLICATION}'",
+    )
+    return busy == 0
+
+
+def _stop_between_batches(purge: subprocess.Popen[bytes], db: str) -> bool:
+    """SIGSTOP the purge between two of its batches; False if it has ended or was never
+    found between batches within a few seconds."""
+    for _ in range(200):
+        if purge.poll() is not None:
+            return False
+        os.kill(purge.pid, signal.SIGSTOP)
+        try:
+            if _purge_between_batches(db):
+                return True
+        except BaseException:
+            os.kill(purge.pid, signal.SIGCONT)
+            raise
+        os.kill(purge.pid, signal.SIGCONT)
+        time.sleep(0.02)
+    return False
 
 
 def _line(r: RunResult) -> str:
@@ -195,26 +261,33 @@ def bench_growth(kind: str, rows: int, bodies: int, bench: Bench) -> GrowthResul
     label = f"growth-{kind}"
     result = GrowthResult(f"hookinbox-{kind}", rows)
     store = fresh_hookinbox_store(kind, f"growth_{kind}", bench.tmp)
+    ref_store = fresh_hookinbox_store(kind, f"growth_{kind}_ref", bench.tmp)
     server: Proc | None = None
     runner: _Runner | None = None
+    ref_server: Proc | None = None
+    ref: _Runner | None = None
     try:
-        config = hookinbox_config(store, bench.tmp, label, bench.env, bench.args.concurrency)
-        with config.open("a") as out:
-            out.write(BENCH_OPERATIONS)
-        port = free_port()
-        cmd = hookinbox_serve_cmd(
-            config, port, workers=False, log_level=bench.args.hookinbox_log_level
-        )
-        logfile = bench.tmp / f"{label}.log"
 
-        def start() -> tuple[Proc, _Runner]:
-            proc = Proc(label, cmd, bench.env, logfile)
-            proc.pg_db = store.pg_db
+        def start(
+            which: HookinboxStore, name: str, config: Path | None = None
+        ) -> tuple[Proc, _Runner, Path]:
+            if config is None:
+                config = hookinbox_config(which, bench.tmp, name, bench.env, bench.args.concurrency)
+                with config.open("a") as out:
+                    out.write(BENCH_OPERATIONS)
+            cmd = hookinbox_serve_cmd(
+                config, free_port(), workers=False, log_level=bench.args.hookinbox_log_level
+            )
+            proc = Proc(name, cmd, bench.env, bench.tmp / f"{name}.log")
+            proc.pg_db = which.pg_db
             proc.start()
-            return proc, _Runner(proc, bench, label)
+            return proc, _Runner(proc, bench, name), config
 
-        server, runner = start()
-        result.phases.append(runner.phase("empty", bench.args.runs))
+        # The reference: an empty store of its own, served throughout, measured beside
+        # every run of the growing store's phases but the purge's.
+        ref_server, ref, _ = start(ref_store, f"{label}-ref")
+        server, runner, config = start(store, label)
+        result.phases.append(_paired_phase("empty", bench.args.runs, runner, ref))
         server.stop()
         runner.close()
 
@@ -242,16 +315,23 @@ def bench_growth(kind: str, rows: int, bodies: int, bench: Bench) -> GrowthResul
                 f"no filter {bare:.2f} s"
             )
 
-        server, runner = start()
-        result.phases.append(runner.phase(f"{rows:,} rows", bench.args.runs))
+        server, runner, _ = start(store, label, config)
+        result.phases.append(_paired_phase(f"{rows:,} rows", bench.args.runs, runner, ref))
 
         purging = Phase("retiring a day", load=_loadavg(), busy=cpu_busy())
         result.phases.append(purging)
+        # The purge's own config: the same store, its sessions named (see _paused_run).
+        purge_config = bench.tmp / f"{label}-purge.toml"
+        text = config.read_text()
+        if store.pg_db is not None:
+            url = store.url
+            text = text.replace(f'"{url}"', f'"{url}?application_name={PURGE_APPLICATION}"')
+        purge_config.write_text(text)
         purge_cmd = [
             str(HOOKINBOX),
             "purge",
             "--config",
-            str(config),
+            str(purge_config),
             "--older-than",
             f"{RETIRE_OLDER_THAN_DAYS}d",
         ]
@@ -267,16 +347,25 @@ def bench_growth(kind: str, rows: int, bodies: int, bench: Bench) -> GrowthResul
                 start_new_session=True,
             )
         try:
+            # On PostgreSQL, rounds: a run while the purge works and one while it is
+            # stopped, the order alternating, until it ends (SQLite: a stopped purge may
+            # hold the file's write lock, so its runs are all while it works).
             while purge.poll() is None and time.monotonic() - t0 < MAX_PURGE_SECONDS:
+                paused_first = store.pg_db is not None and len(purging.runs) % 2 == 1
+                if paused_first:
+                    _paused_run(purge, store.pg_db, runner, purging, result)
                 r = runner.run(bench.args.duration)
                 purging.runs.append(r)
                 log(f"[{label}] retiring run {len(purging.runs)}: {_line(r)}")
+                if store.pg_db is not None and not paused_first:
+                    _paused_run(purge, store.pg_db, runner, purging, result)
             purge.wait(timeout=MAX_PURGE_SECONDS - (time.monotonic() - t0))
         except subprocess.TimeoutExpired:
             result.notes.append(f"purge stopped unfinished after {MAX_PURGE_SECONDS:.0f} s")
         finally:
             if purge.poll() is None:
-                os.killpg(purge.pid, 15)
+                os.killpg(purge.pid, signal.SIGCONT)  # a stopped process holds its SIGTERM
+                os.killpg(purge.pid, signal.SIGTERM)
                 purge.wait(timeout=30)
         result.purge_seconds = time.monotonic() - t0
         text = purge_log.read_text(errors="replace").strip()
@@ -297,26 +386,45 @@ def bench_growth(kind: str, rows: int, bodies: int, bench: Bench) -> GrowthResul
                     f"~{result.retire_expected:,} expected (the oldest day)"
                 )
 
-        result.phases.append(runner.phase("after", bench.args.runs))
+        result.phases.append(_paired_phase("after", bench.args.runs, runner, ref))
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"
         log(f"[{label}] aborted: {reason}" + (f"\n{server.log_tail()}" if server else ""))
         result.notes.append(f"aborted: {reason}")
     finally:
-        if server is not None:
-            server.stop()
-            if note := server.bad_exit():
-                result.notes.append(note)
-        if runner is not None:
-            runner.close()
-        if store.pg_db is not None:
-            pg_drop(store.pg_db)
-        elif store.sqlite_path is not None:
-            for suffix in ("", "-wal", "-shm"):
-                (store.sqlite_path.parent / f"{store.sqlite_path.name}{suffix}").unlink(
-                    missing_ok=True
-                )
+        for proc, each in ((server, runner), (ref_server, ref)):
+            if proc is not None:
+                proc.stop()
+                if note := proc.bad_exit():
+                    result.notes.append(note)
+            if each is not None:
+                each.close()
+        for which in (store, ref_store):
+            if which.pg_db is not None:
+                pg_drop(which.pg_db)
+            elif which.sqlite_path is not None:
+                for suffix in ("", "-wal", "-shm"):
+                    (which.sqlite_path.parent / f"{which.sqlite_path.name}{suffix}").unlink(
+                        missing_ok=True
+                    )
     return result
+
+
+def _paused_run(
+    purge: subprocess.Popen[bytes], db: str, runner: _Runner, phase: Phase, result: GrowthResult
+) -> None:
+    """One run with the purge stopped (between two of its batches), then let it go on;
+    its stopped seconds are counted apart from the purge's time."""
+    if not _stop_between_batches(purge, db):
+        return
+    stopped = time.monotonic()
+    try:
+        r = runner.run(runner.bench.args.duration)
+    finally:
+        os.kill(purge.pid, signal.SIGCONT)
+        result.purge_paused_seconds += time.monotonic() - stopped
+    phase.paused_runs.append(r)
+    log(f"[{runner.label}] retiring, purge stopped, run {len(phase.paused_runs)}: {_line(r)}")
 
 
 # ---------------------------------------------------------------- report
@@ -386,19 +494,53 @@ def report(results: dict[str, GrowthResult]) -> None:
             )
         retiring = gr.phase("retiring a day")
         grown = gr.phase(f"{gr.rows:,} rows")
+        if gr.purge_paused_seconds:
+            print(
+                f"{'':<17} of the purge's {gr.purge_seconds or 0:.1f} s, "
+                f"{gr.purge_paused_seconds:.1f} s stopped for the paired runs: "
+                f"{(gr.purge_seconds or 0) - gr.purge_paused_seconds:.1f} s working"
+            )
         during = retiring.med("ok_per_s") if retiring else None
         before = grown.med("ok_per_s") if grown else None
-        if during and before:
+        if retiring and retiring.paused_runs:
+            _paired_line(
+                "receive while the purge works / while it is stopped, paired",
+                retiring.round_ratios(retiring.paused_runs),
+            )
+        elif during and before:
             verdict = "met" if during >= 0.9 * before else "NOT met"
             print(
                 f"{'':<17} receive while retiring / before = {during / before:.2f} "
                 f"(aim >= 0.90: {verdict})"
             )
-        if base and grown and (rate := grown.med("ok_per_s")):
+        if empty and grown and empty.ref_runs and grown.ref_runs:
+            # Each phase against the reference in its own rounds; the empty phase's
+            # (two empty stores) is the pairing's own spread, and divides the other out.
+            at_empty = statistics.median(empty.round_ratios(empty.ref_runs))
+            print(
+                f"{'':<17} empty / reference, paired = {at_empty:.2f} (each round: "
+                + " ".join(f"{x:.2f}" for x in empty.round_ratios(empty.ref_runs))
+                + ")"
+            )
+            _paired_line(
+                f"{gr.rows:,} rows / empty, each against the reference in its rounds",
+                [x / at_empty for x in grown.round_ratios(grown.ref_runs)],
+            )
+        elif base and grown and (rate := grown.med("ok_per_s")):
             verdict = "met" if rate >= 0.9 * base else "NOT met"
             print(f"{'':<17} {gr.rows:,} rows / empty = {rate / base:.2f} (aim >= 0.90: {verdict})")
         for note in gr.notes:
             print(f"{'':<17} note: {note}")
+
+
+def _paired_line(what: str, ratios: list[float]) -> None:
+    """A ratio measured in rounds: the median of the rounds' ratios, each listed."""
+    if not ratios:
+        return
+    med = statistics.median(ratios)
+    verdict = "met" if med >= 0.9 else "NOT met"
+    each = " ".join(f"{x:.2f}" for x in ratios[:16]) + (" ..." if len(ratios) > 16 else "")
+    print(f"{'':<17} {what} = {med:.2f} (aim >= 0.90: {verdict}; each round: {each})")
 
 
 def _median_of(runs: list[RunResult], attr: str, fmt: str, width: int, scale: float = 1.0) -> str:
@@ -416,6 +558,7 @@ def to_json(results: dict[str, GrowthResult]) -> dict[str, object]:
             "notes": gr.notes,
             "fill": gr.fill.__dict__ if gr.fill else None,
             "purge_seconds": gr.purge_seconds,
+            "purge_paused_seconds": gr.purge_paused_seconds,
             "purge_report": gr.purge_report,
             "retire_expected": gr.retire_expected,
             "search_where": gr.search_where,
@@ -428,6 +571,8 @@ def to_json(results: dict[str, GrowthResult]) -> dict[str, object]:
                     "load": p.load,
                     "busy": p.busy,
                     "runs": [r.__dict__ | {"ok_per_s": r.ok_per_s} for r in p.runs],
+                    "ref_runs": [r.__dict__ | {"ok_per_s": r.ok_per_s} for r in p.ref_runs],
+                    "paused_runs": [r.__dict__ | {"ok_per_s": r.ok_per_s} for r in p.paused_runs],
                 }
                 for p in gr.phases
             ],

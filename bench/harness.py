@@ -364,6 +364,21 @@ def pg_wal_counters() -> tuple[int, int]:
     return asyncio.run(_pg_wal())
 
 
+async def _pg_scalar(db: str, query: str) -> object:
+    import asyncpg
+
+    conn = await asyncpg.connect(pg_dsn(db), timeout=5)
+    try:
+        return await conn.fetchval(query)
+    finally:
+        await conn.close()
+
+
+def pg_scalar(db: str, query: str) -> object:
+    """One value from ``query`` in database ``db``, on a connection of its own."""
+    return asyncio.run(_pg_scalar(db, query))
+
+
 def pg_recreate(db: str) -> None:
     _created.add(db)
     _run_admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)', f'CREATE DATABASE "{db}"')
