@@ -28,12 +28,8 @@ async def test_a_purge_and_a_replay_of_the_same_deliveries_neither_deadlock_nor_
 ) -> None:
     if backend == "sqlite":
         return  # one writer at a time: nothing interleaves
-    await store.journal.reserve_deliveries([new_delivery(f"e{i}") for i in range(DELIVERIES)])
-    jobs = await store.queue.claim_due_jobs("w", DELIVERIES, 30)
-    await store.queue.settle_jobs([Settlement(j.id, j.lease_token, "completed") for j in jobs])
-    job_ids = sorted(j.id for j in jobs)
+    job_ids = await _completed_deliveries(store)
     replayed = job_ids[: DELIVERIES // 2]
-    await asyncio.sleep(0.01)  # last seen before "now minus 0 s"
 
     schema = db_url.rsplit("search_path=", 1)[1]
     replay = await asyncpg.connect(PG_URL)
@@ -43,13 +39,7 @@ async def test_a_purge_and_a_replay_of_the_same_deliveries_neither_deadlock_nor_
         await tx.start()
         await replay.execute(_REQUEUE.format(schema=schema), replayed[:1])
         purge = asyncio.create_task(store.retention.purge_deliveries(0, 1000))
-        deadline = time.monotonic() + 20
-        while not await watch.fetchval(
-            "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'"
-        ):
-            assert time.monotonic() < deadline, "the purge never waited for the replay's lock"
-            assert not purge.done(), "the purge did not wait for the replayed job"
-            await asyncio.sleep(0.02)
+        await _until_the_purge_waits(watch, purge)
         await replay.execute(_REQUEUE.format(schema=schema), replayed[1:])
         await tx.commit()
         purged = await asyncio.wait_for(purge, timeout=30)
@@ -58,6 +48,60 @@ async def test_a_purge_and_a_replay_of_the_same_deliveries_neither_deadlock_nor_
         await watch.close()
 
     assert purged == DELIVERIES - len(replayed)
+    await _assert_only_replayed_left(store, job_ids, replayed)
+
+
+async def test_a_purge_batch_whose_every_row_was_replayed_meanwhile_purges_the_next_rows(
+    backend: str, db_url: str, store: Store
+) -> None:
+    """A batch that deletes nothing ends a purge run: one whose rows a replay took back
+    while it waited would have ended it with the next rows still purgeable."""
+    if backend == "sqlite":
+        return  # one writer at a time: nothing interleaves
+    job_ids = await _completed_deliveries(store)
+    batch = DELIVERIES // 2
+    replayed = job_ids[:batch]  # the oldest deliveries: the batch's own
+
+    schema = db_url.rsplit("search_path=", 1)[1]
+    replay = await asyncpg.connect(PG_URL)
+    watch = await asyncpg.connect(PG_URL)
+    try:
+        tx = replay.transaction()
+        await tx.start()
+        await replay.execute(_REQUEUE.format(schema=schema), replayed)
+        purge = asyncio.create_task(store.retention.purge_deliveries(0, batch))
+        await _until_the_purge_waits(watch, purge)
+        await tx.commit()
+        purged = await asyncio.wait_for(purge, timeout=30)
+    finally:
+        await replay.close()
+        await watch.close()
+
+    assert purged == batch
+    await _assert_only_replayed_left(store, job_ids, replayed)
+
+
+async def _completed_deliveries(store: Store) -> list[str]:
+    """DELIVERIES journal rows, each with its one job completed; the job ids in id order
+    (the order of their deliveries)."""
+    await store.journal.reserve_deliveries([new_delivery(f"e{i}") for i in range(DELIVERIES)])
+    jobs = await store.queue.claim_due_jobs("w", DELIVERIES, 30)
+    await store.queue.settle_jobs([Settlement(j.id, j.lease_token, "completed") for j in jobs])
+    await asyncio.sleep(0.01)  # last seen before "now minus 0 s"
+    return sorted(j.id for j in jobs)
+
+
+async def _until_the_purge_waits(watch: asyncpg.Connection, purge: asyncio.Task[int]) -> None:
+    deadline = time.monotonic() + 20
+    while not await watch.fetchval(
+        "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'"
+    ):
+        assert time.monotonic() < deadline, "the purge never waited for the replay's lock"
+        assert not purge.done(), "the purge did not wait for the replayed job"
+        await asyncio.sleep(0.02)
+
+
+async def _assert_only_replayed_left(store: Store, job_ids: list[str], replayed: list[str]) -> None:
     left = {job_id: (await store.queue.get_job(job_id)) for job_id in job_ids}
     assert sorted(job_id for job_id, job in left.items() if job is not None) == replayed
     assert {left[job_id].state for job_id in replayed} == {"accepted"}  # type: ignore[union-attr]

@@ -44,21 +44,29 @@ def _purge(batch: Sql, drops: tuple[Sql, ...], age: float, limit: int, **more: o
     return len(ids)
 
 
+#: How many times a journal batch reads its rows when a replay made every row it read
+#: unfinished meanwhile. A batch that deletes nothing ends the purge run, so one whose
+#: rows were all replayed reads the next ones (the replayed rows are no longer
+#: candidates); bounded, so that a stream of replays cannot keep one batch going.
+_BATCH_READS = 3
+
+
 def _purge_journal(age: float, limit: int, ceiling: str) -> Tx[int]:
     """A journal batch: its rows, then their jobs locked (``lock_batch_jobs``), then the
     rows whose jobs are all still completed deleted with everything that is theirs."""
-    ids = [
-        each["id"] for each in (yield rows(_DELIVERY_BATCH, age=age, limit=limit, ceiling=ceiling))
-    ]
-    if not ids:
-        return 0
-    jobs = yield rows(_LOCK_BATCH_JOBS, ids=ids)
-    unfinished = {job["delivery_id"] for job in jobs if job["state"] != "completed"}
-    ids = [delivery_id for delivery_id in ids if delivery_id not in unfinished]
-    if ids:
-        for drop in (_DROP_EFFECTS, _DROP_SUPERSEDED, _DROP_DELIVERIES):
-            yield count(drop, ids=ids)
-    return len(ids)
+    for _ in range(_BATCH_READS):
+        found = yield rows(_DELIVERY_BATCH, age=age, limit=limit, ceiling=ceiling)
+        if not found:
+            return 0
+        ids = [each["id"] for each in found]
+        jobs = yield rows(_LOCK_BATCH_JOBS, ids=ids)
+        unfinished = {job["delivery_id"] for job in jobs if job["state"] != "completed"}
+        ids = [delivery_id for delivery_id in ids if delivery_id not in unfinished]
+        if ids:
+            for drop in (_DROP_EFFECTS, _DROP_SUPERSEDED, _DROP_DELIVERIES):
+                yield count(drop, ids=ids)
+            return len(ids)
+    return 0
 
 
 #: How far a receiver's clock (which makes delivery ids) may run ahead of the database's
