@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import os
 import secrets
@@ -31,8 +32,10 @@ from pathlib import Path
 import dedup_probes
 import drain
 import growth
+import harness
 import latency
 import loadgen
+import pg_cluster
 import pgfloor
 import receive
 import scale_out
@@ -148,6 +151,13 @@ def parse_args() -> argparse.Namespace:
         help="mode growth: the newest old deliveries that keep their payload, spread over "
         "the last 7 days, which the payload search reads (1000000, at most the rows)",
     )
+    ap.add_argument(
+        "--pg-cluster",
+        default="machine",
+        choices=["machine", "sized"],
+        help="PostgreSQL to measure on: the machine's (BENCH_PG, its own configuration), or "
+        "a cluster of the bench's own configured as the capacity model says (pg_cluster.py)",
+    )
     ap.add_argument("--json", type=Path, help="also write the raw per-run results here")
     args = ap.parse_args()
     for name, (full, quick) in DEFAULTS.items():
@@ -182,6 +192,9 @@ def header(args: argparse.Namespace, busy: float | None) -> None:
         f"{args.hookinbox_log_level}; pgqueuer on_conflict={args.pgqueuer_on_conflict}; "
         f"bodies {f'~{args.body_bytes:,} bytes' if args.body_bytes else '~300 bytes'}"
     )
+    if args.pg_cluster == "sized":
+        shown = ", ".join(f"{k} {v}" for k, v in args.pg_settings.items())
+        print(f"PostgreSQL: a cluster of the bench's own, sized ({shown})")
     if busy is not None:
         warn = " -- WARNING: other load on the machine, figures are low and noisy"
         print(f"CPU already busy before the bench started: {busy:.0%}{warn if busy > 0.15 else ''}")
@@ -248,6 +261,7 @@ def main() -> int:
     bench = Bench(args, wrk, tmp, env, Signer.from_secret(secret))
     log(f"bench run {RUN_TAG}: temp dir {tmp}, databases bench_{RUN_TAG}_*")
     started = time.monotonic()
+    cluster = contextlib.ExitStack()
     received: dict[str, receive.TargetResult] = {}
     piped: dict[str, pipeline.PipelineResult] = {}
     lat: dict[str, latency.LatencyResult] = {}
@@ -257,6 +271,10 @@ def main() -> int:
     probed: list[dedup_probes.ProbeResult] = []
     floor: pgfloor.FloorResult | None = None
     try:
+        if args.pg_cluster == "sized":
+            sized = pg_cluster.SizedCluster()
+            harness.PG_BASE = cluster.enter_context(sized)
+            args.pg_settings = sized.settings
         targets = list(args.targets) if "receive" in modes else []
         if "peers" in modes:
             targets += [p for p in args.peers if p not in targets]
@@ -304,6 +322,7 @@ def main() -> int:
             scaled = scale_out.run_scale_out(args.scale_out_deliveries)
     finally:
         pg_drop_all()
+        cluster.close()
         drop_celery()
         shutil.rmtree(tmp, ignore_errors=True)
 
