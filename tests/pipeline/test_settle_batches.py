@@ -91,7 +91,13 @@ async def test_a_worker_claims_the_slots_a_settle_batch_frees_in_the_same_call(
 
         async def counted(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
             calls[_name] += 1
-            return await _real(*args, **kw)
+            answer = await _real(*args, **kw)
+            if _name == "claim_due_jobs" and answer:
+                # An empty queue is polled every poll interval until the test sees the
+                # end, as often as a loaded machine makes that take: only claims that
+                # took jobs say how the pool claims.
+                calls["claim_due_jobs_taking_jobs"] += 1
+            return answer
 
         setattr(store.queue, name, counted)
     try:
@@ -108,7 +114,7 @@ async def test_a_worker_claims_the_slots_a_settle_batch_frees_in_the_same_call(
             await running
         assert calls["settle_and_claim"] >= 40 // 4 - 1
         # The first claim, and those after a turn found the queue short (its end).
-        assert calls["claim_due_jobs"] <= 3
+        assert calls["claim_due_jobs_taking_jobs"] <= 3
     finally:
         await store.close()
 
