@@ -7,7 +7,9 @@ batch it was read in."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
 import asyncpg
 
@@ -31,21 +33,13 @@ async def test_a_purge_and_a_replay_of_the_same_deliveries_neither_deadlock_nor_
     job_ids = await _completed_deliveries(store)
     replayed = job_ids[: DELIVERIES // 2]
 
-    schema = db_url.rsplit("search_path=", 1)[1]
-    replay = await asyncpg.connect(PG_URL)
-    watch = await asyncpg.connect(PG_URL)
-    try:
-        tx = replay.transaction()
-        await tx.start()
-        await replay.execute(_REQUEUE.format(schema=schema), replayed[:1])
+    async with _replay_in_a_transaction(db_url) as replay:
+        await replay.requeue(replayed[:1])
         purge = asyncio.create_task(store.retention.purge_deliveries(0, 1000))
-        await _until_the_purge_waits(watch, purge)
-        await replay.execute(_REQUEUE.format(schema=schema), replayed[1:])
-        await tx.commit()
+        await replay.until_the_purge_waits(purge)
+        await replay.requeue(replayed[1:])
+        await replay.commit()
         purged = await asyncio.wait_for(purge, timeout=30)
-    finally:
-        await replay.close()
-        await watch.close()
 
     assert purged == DELIVERIES - len(replayed)
     await _assert_only_replayed_left(store, job_ids, replayed)
@@ -62,20 +56,12 @@ async def test_a_purge_batch_whose_every_row_was_replayed_meanwhile_purges_the_n
     batch = DELIVERIES // 2
     replayed = job_ids[:batch]  # the oldest deliveries: the batch's own
 
-    schema = db_url.rsplit("search_path=", 1)[1]
-    replay = await asyncpg.connect(PG_URL)
-    watch = await asyncpg.connect(PG_URL)
-    try:
-        tx = replay.transaction()
-        await tx.start()
-        await replay.execute(_REQUEUE.format(schema=schema), replayed)
+    async with _replay_in_a_transaction(db_url) as replay:
+        await replay.requeue(replayed)
         purge = asyncio.create_task(store.retention.purge_deliveries(0, batch))
-        await _until_the_purge_waits(watch, purge)
-        await tx.commit()
+        await replay.until_the_purge_waits(purge)
+        await replay.commit()
         purged = await asyncio.wait_for(purge, timeout=30)
-    finally:
-        await replay.close()
-        await watch.close()
 
     assert purged == batch
     await _assert_only_replayed_left(store, job_ids, replayed)
@@ -91,14 +77,42 @@ async def _completed_deliveries(store: Store) -> list[str]:
     return sorted(j.id for j in jobs)
 
 
-async def _until_the_purge_waits(watch: asyncpg.Connection, purge: asyncio.Task[int]) -> None:
-    deadline = time.monotonic() + 20
-    while not await watch.fetchval(
-        "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'"
-    ):
-        assert time.monotonic() < deadline, "the purge never waited for the replay's lock"
-        assert not purge.done(), "the purge did not wait for the replayed job"
-        await asyncio.sleep(0.02)
+class _Replay:
+    """A replay's requeue in a transaction of its own connection, held open while the
+    purge runs, and a second connection that watches the purge wait for its locks."""
+
+    def __init__(self, conn: asyncpg.Connection, watch: asyncpg.Connection, schema: str) -> None:
+        self._conn = conn
+        self._watch = watch
+        self._requeue = _REQUEUE.format(schema=schema)
+
+    async def requeue(self, job_ids: list[str]) -> None:
+        await self._conn.execute(self._requeue, job_ids)
+
+    async def commit(self) -> None:
+        await self._conn.execute("COMMIT")
+
+    async def until_the_purge_waits(self, purge: asyncio.Task[int]) -> None:
+        deadline = time.monotonic() + 20
+        while not await self._watch.fetchval(
+            "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'"
+        ):
+            assert time.monotonic() < deadline, "the purge never waited for the replay's lock"
+            assert not purge.done(), "the purge did not wait for the replayed job"
+            await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def _replay_in_a_transaction(db_url: str) -> AsyncIterator[_Replay]:
+    schema = db_url.rsplit("search_path=", 1)[1]
+    conn = await asyncpg.connect(PG_URL)
+    watch = await asyncpg.connect(PG_URL)
+    try:
+        await conn.execute("BEGIN")
+        yield _Replay(conn, watch, schema)
+    finally:
+        await conn.close()
+        await watch.close()
 
 
 async def _assert_only_replayed_left(store: Store, job_ids: list[str], replayed: list[str]) -> None:
