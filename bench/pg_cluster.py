@@ -72,10 +72,11 @@ def sized_settings(memory: int) -> dict[str, str]:
 
 class SizedCluster:
     """``with SizedCluster() as base:`` a running cluster; ``base`` is its
-    ``postgresql://`` address without a database."""
+    ``postgresql://`` address without a database. ``extra``: settings over the sized
+    ones (``--pg-setting``), for an A/B of one of them."""
 
-    def __init__(self) -> None:
-        self.settings = sized_settings(_memory_bytes())
+    def __init__(self, extra: dict[str, str] | None = None) -> None:
+        self.settings = {**sized_settings(_memory_bytes()), **(extra or {})}
         self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="hookinbox-bench-pg-"))
         self.data = self.dir / "data"
@@ -110,6 +111,13 @@ class SizedCluster:
                 f"-c unix_socket_directories={self.dir} {options}",
                 "start",
             )  # fmt: skip
+        except RuntimeError as exc:
+            # pg_ctl says only "could not start server": the reason is in the server's log,
+            # which goes with the directory.
+            server_log = self.dir / "server.log"
+            tail = server_log.read_text(errors="replace")[-400:] if server_log.exists() else ""
+            self._remove()
+            raise RuntimeError(f"{exc}; server log: {tail.strip()}") from None
         except BaseException:
             self._remove()
             raise

@@ -158,6 +158,14 @@ def parse_args() -> argparse.Namespace:
         help="PostgreSQL to measure on: the machine's (BENCH_PG, its own configuration), or "
         "a cluster of the bench's own configured as the capacity model says (pg_cluster.py)",
     )
+    ap.add_argument(
+        "--pg-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --pg-cluster sized: one more server setting, over the sized ones "
+        "(wal_compression=lz4, say); repeatable",
+    )
     ap.add_argument("--json", type=Path, help="also write the raw per-run results here")
     args = ap.parse_args()
     for name, (full, quick) in DEFAULTS.items():
@@ -172,6 +180,12 @@ def parse_args() -> argparse.Namespace:
             ap.error(f"unknown {what}: {', '.join(sorted(unknown))}")
         return chosen
 
+    if args.pg_setting and args.pg_cluster != "sized":
+        ap.error("--pg-setting needs --pg-cluster sized (the machine's server is not changed)")
+    for setting in args.pg_setting:
+        name, sep, value = setting.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            ap.error(f"--pg-setting takes NAME=VALUE, not {setting!r}")
     args.modes = pick(args.modes, MODES + EXTRA_MODES, "modes")
     args.targets = pick(args.targets, receive.ALL_TARGETS, "targets")
     args.stores = pick(args.stores, STORES, "stores")
@@ -272,7 +286,8 @@ def main() -> int:
     floor: pgfloor.FloorResult | None = None
     try:
         if args.pg_cluster == "sized":
-            sized = pg_cluster.SizedCluster()
+            extra = dict(each.split("=", 1) for each in args.pg_setting)
+            sized = pg_cluster.SizedCluster({k.strip(): v.strip() for k, v in extra.items()})
             harness.PG_BASE = cluster.enter_context(sized)
             args.pg_settings = sized.settings
         targets = list(args.targets) if "receive" in modes else []
