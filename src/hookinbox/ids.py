@@ -68,6 +68,11 @@ def job_id(delivery_id: str, action: str) -> str:
     return f"{delivery_id}:{action}"
 
 
+def delivery_id_seconds(delivery_id: str) -> float:
+    """When a delivery id was made (Unix seconds, to the millisecond), by its maker's clock."""
+    return int(delivery_id[4:16], 16) / 1000
+
+
 def delivery_id_floor(unix_seconds: float) -> str:
     """The smallest delivery id made at or after ``unix_seconds``: a time range over the
     journal is a range over its primary key."""

@@ -278,6 +278,14 @@ class Metrics:
             ["source", "reason", "kept"],
             registry=reg,
         )
+        self.ordered_late = Counter(
+            "hookinbox_ordered_reservations_late",
+            "Reservations of an ordered route that committed later than the workers' order"
+            " grace after their id was made: a later job of the same key may have run"
+            " before them.",
+            ["source"],
+            registry=reg,
+        )
         self.catch_up_events = Counter(
             "hookinbox_catch_up_events",
             "Events catch-up looked at in a provider's API, by source and result: pulled"
@@ -313,6 +321,9 @@ class Metrics:
     def rejected_delivery(self, source: str, reason: str, kept: str) -> None:
         """A refusal for a signature or a timestamp, and whether a copy was kept."""
         self.rejected.labels(self.source_label(source), reason, kept).inc()
+
+    def ordered_reservation_late(self, source: str) -> None:
+        self.ordered_late.labels(self.source_label(source)).inc()
 
     def caught_up(self, source: str, result: str, count: int) -> None:
         """``count`` events of one catch-up page with one ``result``."""

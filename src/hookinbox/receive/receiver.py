@@ -19,7 +19,7 @@ import orjson
 
 from hookinbox.config import Config, Route, Source, store_kind
 from hookinbox.errors import SourcePaused, UnknownSource, VerificationError
-from hookinbox.ids import job_id, new_delivery_id
+from hookinbox.ids import delivery_id_seconds, job_id, new_delivery_id
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
 from hookinbox.payload import string_at
@@ -330,6 +330,25 @@ class Receiver:
             for r in routes
         )
 
+    def _check_order_grace(self, item: NewDelivery) -> None:
+        """An ordered job is claimed once its id is ``order_grace_seconds`` old, on the
+        promise that every earlier reservation has committed by then. One that committed
+        later than that may have let a later job of its key run first: the operator is
+        told, since nothing else could show it (docs/concepts/ordering.md)."""
+        grace = self._config.worker.order_grace_seconds
+        if grace <= 0 or not any(job.order_key for job in item.jobs):
+            return
+        late = time.time() - delivery_id_seconds(item.id)
+        if late > grace:
+            log.warning(
+                "ordered_reservation_late",
+                source=item.source,
+                delivery_id=item.id,
+                seconds=round(late, 3),
+                order_grace_seconds=grace,
+            )
+            self.metrics.ordered_reservation_late(item.source)
+
     def max_body_bytes(self, source_name: str) -> int:
         source = self._config.source(source_name)
         if source is None:
@@ -375,6 +394,8 @@ class Receiver:
                 reservation = await self._reserve(item, event.payload)
         else:
             reservation = await self._reserve(item, event.payload)
+        if reservation.outcome == "accepted" and source_name in self._ordered:
+            self._check_order_grace(item)
         if reservation.conflict:
             log.warning(
                 "event_id_conflict",
