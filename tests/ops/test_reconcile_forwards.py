@@ -26,9 +26,7 @@ VIEWS = standard_operator_views()
 def forward_config(db_url: str, url: str) -> Config:
     return make_config(
         db_url,
-        routes=[
-            {"events": ["*"], "action": "relay", "forward": url, "forward_timeout_seconds": 0.5}
-        ],
+        routes=[{"events": ["*"], "action": "relay", "forward": url, "forward_timeout_seconds": 5}],
         worker={"max_attempts": 2, "backoff_base_seconds": 0.1},
         operations={"accepted_too_old": 0.05},
     )

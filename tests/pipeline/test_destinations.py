@@ -92,7 +92,7 @@ async def test_the_circuit_opens_holds_probes_once_and_closes(
     monkeypatch.setenv("HOOKINBOX_ADMIN_TOKEN", TOKEN)
     down: list[Answer] = [503, 503]
     with RecordingTarget(statuses=down) as target:
-        config = destination_config(db_url, target.url, circuit_failures=2, circuit_cooldown="1.5s")
+        config = destination_config(db_url, target.url, circuit_failures=2, circuit_cooldown="5s")
         config = config.model_copy(
             update={"worker": config.worker.model_copy(update={"max_attempts": 5})}
         )

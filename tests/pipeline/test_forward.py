@@ -19,11 +19,13 @@ from tests.support.target import RecordingTarget
 from tests.support.waiting import wait_for_status
 
 
-def forward_config(db_url: str, url: str, **worker: Any) -> Config:
+def forward_config(db_url: str, url: str, timeout: float = 5.0, **worker: Any) -> Config:
+    """``timeout``: the forward's; long enough by default that a loaded machine does not
+    turn a forward meant to succeed into a timed-out attempt and a second POST."""
     return make_config(
         db_url,
         routes=[
-            {"events": ["*"], "action": "relay", "forward": url, "forward_timeout_seconds": 0.5}
+            {"events": ["*"], "action": "relay", "forward": url, "forward_timeout_seconds": timeout}
         ],
         worker={"max_attempts": 2, "backoff_base_seconds": 0.1, **worker},
     )
@@ -82,7 +84,7 @@ async def test_timeouts_refusals_and_errors_end_in_dead_letters_with_their_code(
     statuses = [400, 400] if failure == "http_400" else []
     with RecordingTarget(statuses=statuses, delay=2.0 if failure == "timeout" else 0) as target:
         url = f"http://127.0.0.1:{free_port()}/gone" if failure == "connect_error" else target.url
-        async with running_inbox(forward_config(db_url, url)) as inbox:
+        async with running_inbox(forward_config(db_url, url, timeout=0.5)) as inbox:
             await client.post(inbox.url(), content=body, headers=headers)
             await wait_for_status(inbox.store, f"evt_{failure}", "failed")
             found = await inbox.store.journal.get_delivery(f"evt_{failure}")

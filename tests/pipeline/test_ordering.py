@@ -121,7 +121,9 @@ async def test_an_ordered_reservation_committed_after_the_grace_is_logged_and_co
 async def test_a_failing_head_holds_its_key_and_the_job_behind_it_spends_no_attempt(
     db_url: str, client: httpx.AsyncClient
 ) -> None:
-    route = {**ORDERED_ROUTE, "retry_schedule": ["0.4s", "0.4s"]}
+    # The head is retried for 4 s: longer than the sends and reads below take on a loaded
+    # machine, so the job behind it is seen waiting before the head is dead-lettered.
+    route = {**ORDERED_ROUTE, "retry_schedule": ["2s", "2s"]}
     config = make_config(db_url, routes=[route], worker=FAST)
     handlers.FAIL_ORDERED.add("evt_head")
     async with running_inbox(config) as inbox:

@@ -8,7 +8,7 @@ import asyncio
 import json
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +59,10 @@ async def test_a_refused_send_backs_off_then_is_sent_once(store: Store) -> None:
     assert (await store.reads.read_store_gauges()).outbox_unsent == {"test": 1}
     with NotifyService() as notify:
         notify.status = 503
-        sender = relay(store, forward=notify.url, backoff_base_seconds=1, backoff_max_seconds=1)
+        sender = relay(store, forward=notify.url, backoff_base_seconds=3, backoff_max_seconds=3)
+        before = datetime.now(UTC)
         assert await sender.relay_once() == 1
+        after = datetime.now(UTC)
         row = await store.outbox.get_outbox(key)
         assert row is not None and (row.state, row.attempts, row.last_error) == (
             "pending",
@@ -68,8 +70,10 @@ async def test_a_refused_send_backs_off_then_is_sent_once(store: Store) -> None:
             "http_503",
         )
         assert row.next_attempt_at is not None
-        wait = (row.next_attempt_at - datetime.now(UTC)).total_seconds()
-        assert 0.3 < wait <= 1.0  # backoff: jittered over the upper half of 1 s
+        # Backoff: jittered over the upper half of 3 s, from the failure (whenever within
+        # the relay's turn it was written).
+        assert before + timedelta(seconds=1.5) <= row.next_attempt_at
+        assert row.next_attempt_at <= after + timedelta(seconds=3)
         assert await sender.relay_once() == 0  # not due yet
         notify.status = 200
         sent = await relay_until(sender, store, key, "sent")
