@@ -110,7 +110,9 @@ async def analyze_call(event: Event, ctx: JobContext) -> None:
 
     async def analyze(key: str) -> dict[str, Any]:
         CALLS["analysis:" + key] += 1
-        await asyncio.sleep(1.0)  # the other job's attempt arrives meanwhile
+        # The other job's attempt arrives meanwhile: both are claimed at once, and 3 s
+        # outlasts a claim's delay on a loaded machine.
+        await asyncio.sleep(3.0)
         return {"id": f"analysis-{event.payload['data']['call_id']}"}
 
     await ctx.effect(f"call-analysis:{event.payload['data']['call_id']}:v2", analyze)
