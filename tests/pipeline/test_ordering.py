@@ -11,6 +11,7 @@ import collections
 import itertools
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from hookinbox.store import Store
 from hookinbox.store.sql import Sql
 from tests.support import handlers
 from tests.support.configs import write_config
+from tests.support.database import pg_schema_url, pg_session
 from tests.support.inbox import make_config, running_inbox
 from tests.support.ordering import assert_in_reservation_order
 from tests.support.processes import run_hookinbox
@@ -89,6 +91,53 @@ async def test_jobs_of_one_key_run_one_at_a_time_in_reservation_order_and_keys_i
 
 async def _settled(count: int) -> bool:
     return len(handlers.ORDERED) >= count
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    with pg_schema_url() as url:
+        yield url
+
+
+async def test_a_stalled_ordered_reservation_commits_before_the_later_one_of_its_receiver(
+    pg_url: str, client: httpx.AsyncClient
+) -> None:
+    # PostgreSQL, where a receiver has several batches on their way at once (SQLite
+    # writes one at a time). The first event's row is locked by another transaction,
+    # far longer than the 0.1 s grace: the second event of its key must neither commit
+    # nor run before it, while an unordered event goes through.
+    config = make_config(pg_url, routes=[ORDERED_ROUTE], worker=FAST)
+    async with running_inbox(config) as inbox, pg_session(pg_url) as blocker:
+        holding = blocker.transaction()
+        await holding.start()
+        await blocker.execute(
+            "INSERT INTO deliveries (id, source, event_id, event_type, body_sha256)"
+            " VALUES ('dlv_0', 'test', 'evt_first', 'held', 'x')"
+        )
+        first = asyncio.create_task(_send(client, inbox.url(), "evt_first", "cus_1"))
+
+        async def first_waits_on_the_lock() -> bool:
+            return bool(
+                await blocker.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))"
+                )
+            )
+
+        await wait_for(first_waits_on_the_lock, 10, "the first reservation to wait")
+        second = asyncio.create_task(_send(client, inbox.url(), "evt_second", "cus_1"))
+        body, headers = signed(event_body("evt_unkeyed"), event_id="evt_unkeyed")
+        unkeyed = await client.post(inbox.url(), content=body, headers=headers)
+        assert unkeyed.json()["status"] == "accepted"  # answered while the first waits
+        # Ten graces long, and the second is still not answered: its batch waits.
+        done, _ = await asyncio.wait({second}, timeout=1.0)
+        assert not done and not handlers.ORDERED
+        await holding.rollback()
+        await asyncio.gather(first, second)
+        await wait_for(lambda: _settled(2), 10, "both ordered jobs ran")
+        ids = [(await _job(inbox.store, e)).id.split(":")[0] for e in ("evt_first", "evt_second")]
+    assert ids[0] < ids[1]
+    assert [call[1] for call in handlers.ORDERED] == ids
 
 
 async def test_an_ordered_reservation_committed_after_the_grace_is_logged_and_counted(

@@ -34,6 +34,13 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
     ``max_in_flight`` flushes run at once: while one batch is on its way to the store,
     the next one gathers, and request parsing overlaps with the database round trip.
 
+    A batch that carries a job of an ordered route commits after the batch before it
+    that carried one: a worker claims an ordered job only when no earlier job of its key
+    is in the table, so a later reservation that committed first could run first. In one
+    process they then commit in id order however long a commit takes; between processes
+    the workers' ``order_grace_seconds`` covers it (docs/concepts/ordering.md). Other
+    batches are not held.
+
     With ``metrics``, each batch observes its size, how long it gathered (from the
     hand-off of the oldest delivery waiting to the batch leaving) and its commit: the
     parts of an answer's time spent here (``hookinbox_reserve_seconds``).
@@ -53,6 +60,8 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
         )
         self._store = store
         self._keys_in_flight: set[tuple[str, str]] = set()
+        #: Done when the last batch that carried an ordered job has committed (or failed).
+        self._ordered_tail: asyncio.Future[None] | None = None
         #: When the oldest delivery waiting was handed over (perf_counter), for the
         #: gathering time; kept for what a batch leaves behind (never younger than it).
         self._waiting_since = 0.0
@@ -98,6 +107,28 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
         self._keys_in_flight -= {(item.source, item.event_id) for item, _ in batch}
 
     async def _flush(self, batch: list[tuple[NewDelivery, asyncio.Future[Reservation]]]) -> None:
+        if not any(job.order_key for item, _ in batch for job in item.jobs):
+            await self._write(batch)
+            return
+        # Flushes start in the order their batches were taken, which is id order; this
+        # runs before the first await, so each waits for the one taken before it.
+        before, done = self._ordered_tail, asyncio.get_running_loop().create_future()
+        self._ordered_tail = done
+        try:
+            if before is not None:
+                try:
+                    await before
+                except asyncio.CancelledError:
+                    for _, future in batch:
+                        refuse(future, StoreUnavailable())
+                    raise
+            await self._write(batch)
+        finally:
+            done.set_result(None)
+            if self._ordered_tail is done:
+                self._ordered_tail = None
+
+    async def _write(self, batch: list[tuple[NewDelivery, asyncio.Future[Reservation]]]) -> None:
         leaders: dict[tuple[str, str, str], NewDelivery] = {}
         followers: dict[tuple[str, str, str], int] = {}
         for item, _ in batch:
