@@ -117,14 +117,16 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
         try:
             if before is not None:
                 try:
-                    await before
+                    # Shielded: a cancelled waiter must not cancel the batch before it.
+                    await asyncio.shield(before)
                 except asyncio.CancelledError:
                     for _, future in batch:
                         refuse(future, StoreUnavailable())
                     raise
             await self._write(batch)
         finally:
-            done.set_result(None)
+            if not done.done():
+                done.set_result(None)
             if self._ordered_tail is done:
                 self._ordered_tail = None
 
