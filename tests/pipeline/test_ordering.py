@@ -15,16 +15,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 import structlog
+from asyncpg.transaction import Transaction
 
 from hookinbox import ops
 from hookinbox.app import standard_operator_views
 from hookinbox.config import config_from_mapping
 from hookinbox.errors import ConfigError
-from hookinbox.store import Store
+from hookinbox.store import Store, hot_path_postgres
 from hookinbox.store.sql import Sql
+from tests.resources.support import video_event, video_route
 from tests.support import handlers
 from tests.support.configs import write_config
 from tests.support.database import pg_schema_url, pg_session
@@ -99,6 +102,43 @@ def pg_url() -> Iterator[str]:
         yield url
 
 
+async def _hold_row_of(blocker: asyncpg.Connection, event_id: str) -> Transaction:
+    """A transaction of ``blocker`` holding the journal row the reservation of
+    ``event_id`` must insert: that reservation waits on its lock until the rollback."""
+    holding = blocker.transaction()
+    await holding.start()
+    await blocker.execute(
+        "INSERT INTO deliveries (id, source, event_id, event_type, body_sha256)"
+        " VALUES ('dlv_0', 'test', $1, 'held', 'x')",
+        event_id,
+    )
+    return holding
+
+
+async def _waits_on_lock_of(blocker: asyncpg.Connection) -> bool:
+    return bool(
+        await blocker.fetchval(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))"
+        )
+    )
+
+
+async def _send_unkeyed(client: httpx.AsyncClient, url: str, event_id: str) -> None:
+    """An event without the order key: its job runs unordered, its batch waits for none."""
+    body, headers = signed(event_body(event_id), event_id=event_id)
+    answer = await asyncio.wait_for(client.post(url, content=body, headers=headers), 10)
+    assert answer.json()["status"] == "accepted", answer.text
+
+
+@pytest.fixture
+def held_reservations_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reservation waits on a lock for as long as the test holds it, not the store's
+    5 s timeout, which a loaded machine could use up between the test's steps."""
+    monkeypatch.setattr(hot_path_postgres, "RESERVE_TIMEOUT", 60.0)
+
+
+@pytest.mark.usefixtures("held_reservations_wait")
 async def test_a_stalled_ordered_reservation_commits_before_the_later_one_of_its_receiver(
     pg_url: str, client: httpx.AsyncClient
 ) -> None:
@@ -108,28 +148,12 @@ async def test_a_stalled_ordered_reservation_commits_before_the_later_one_of_its
     # nor run before it, while an unordered event goes through.
     config = make_config(pg_url, routes=[ORDERED_ROUTE], worker=FAST)
     async with running_inbox(config) as inbox, pg_session(pg_url) as blocker:
-        holding = blocker.transaction()
-        await holding.start()
-        await blocker.execute(
-            "INSERT INTO deliveries (id, source, event_id, event_type, body_sha256)"
-            " VALUES ('dlv_0', 'test', 'evt_first', 'held', 'x')"
-        )
+        holding = await _hold_row_of(blocker, "evt_first")
         first = asyncio.create_task(_send(client, inbox.url(), "evt_first", "cus_1"))
-
-        async def first_waits_on_the_lock() -> bool:
-            return bool(
-                await blocker.fetchval(
-                    "SELECT count(*) FROM pg_stat_activity"
-                    " WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))"
-                )
-            )
-
-        await wait_for(first_waits_on_the_lock, 10, "the first reservation to wait")
+        await wait_for(lambda: _waits_on_lock_of(blocker), 10, "the first reservation to wait")
         second = asyncio.create_task(_send(client, inbox.url(), "evt_second", "cus_1"))
-        body, headers = signed(event_body("evt_unkeyed"), event_id="evt_unkeyed")
-        unkeyed = await client.post(inbox.url(), content=body, headers=headers)
-        assert unkeyed.json()["status"] == "accepted"  # answered while the first waits
-        # Ten graces long, and the second is still not answered: its batch waits.
+        await _send_unkeyed(client, inbox.url(), "evt_unkeyed")  # answered while the first waits
+        # Ten graces long, and the second is still not answered: it waits its turn.
         done, _ = await asyncio.wait({second}, timeout=1.0)
         assert not done and not handlers.ORDERED
         await holding.rollback()
@@ -138,6 +162,70 @@ async def test_a_stalled_ordered_reservation_commits_before_the_later_one_of_its
         ids = [(await _job(inbox.store, e)).id.split(":")[0] for e in ("evt_first", "evt_second")]
     assert ids[0] < ids[1]
     assert [call[1] for call in handlers.ORDERED] == ids
+
+
+@pytest.mark.usefixtures("held_reservations_wait")
+async def test_a_stalled_ordered_reservation_holds_one_batch_slot_and_the_rest_keep_going(
+    pg_url: str, client: httpx.AsyncClient
+) -> None:
+    # A receiver on PostgreSQL has four batches on their way at most. While the first
+    # ordered reservation waits on a lock, five more ordered events (other keys) come one
+    # by one: they wait for its turn in the queue, gathering, and take no slot, so the
+    # unordered event sent after each of them is answered all along.
+    config = make_config(pg_url, routes=[ORDERED_ROUTE], worker=FAST)
+    async with running_inbox(config) as inbox, pg_session(pg_url) as blocker:
+        holding = await _hold_row_of(blocker, "evt_first")
+        first = asyncio.create_task(_send(client, inbox.url(), "evt_first", "cus_1"))
+        await wait_for(lambda: _waits_on_lock_of(blocker), 10, "the first reservation to wait")
+        behind = []
+        for n in range(2, 7):
+            behind.append(
+                asyncio.create_task(_send(client, inbox.url(), f"evt_key_{n}", f"cus_{n}"))
+            )
+            await _send_unkeyed(client, inbox.url(), f"evt_unkeyed_{n}")
+        assert not first.done() and not any(task.done() for task in behind)
+        assert not handlers.ORDERED
+        await holding.rollback()
+        await asyncio.gather(first, *behind)
+        await wait_for(lambda: _settled(6), 10, "every ordered job ran")
+        first_id = (await _job(inbox.store, "evt_first")).id.split(":")[0]
+        later = [(await _job(inbox.store, f"evt_key_{n}")).id for n in range(2, 7)]
+    assert all(first_id < job_id for job_id in later)
+
+
+@pytest.mark.usefixtures("held_reservations_wait")
+async def test_an_inline_resource_reservation_with_an_ordered_job_takes_its_turn(
+    pg_url: str, client: httpx.AsyncClient
+) -> None:
+    # One event that a resource route applies in the receiver's commit (inline) and an
+    # ordered route takes too: its commit is its own, not a batch's, and still waits for
+    # the earlier ordered reservation of its receiver.
+    routes = [ORDERED_ROUTE, video_route(inline=True)]
+    config = make_config(pg_url, routes=routes, worker=FAST)
+    async with running_inbox(config) as inbox, pg_session(pg_url) as blocker:
+        video = await inbox.inbox.resources.create(
+            "video", tenant="acme", owner="user-1", provider_ref="prov-1"
+        )
+        holding = await _hold_row_of(blocker, "evt_first")
+        first = asyncio.create_task(_send(client, inbox.url(), "evt_first", "cus_1"))
+        await wait_for(lambda: _waits_on_lock_of(blocker), 10, "the first reservation to wait")
+        body, headers = video_event("evt_video", "ready", "prov-1", customer="cus_1")
+        second = asyncio.create_task(client.post(inbox.url(), content=body, headers=headers))
+        await _send_unkeyed(client, inbox.url(), "evt_unkeyed")
+        done, _ = await asyncio.wait({second}, timeout=1.0)
+        assert not done and not handlers.ORDERED
+        await holding.rollback()
+        await first
+        assert (await second).json()["status"] == "accepted"
+        await wait_for(lambda: _settled(2), 10, "both ordered jobs ran")
+        ids = [(await _job(inbox.store, "evt_first")).id.split(":")[0]]
+        found = await inbox.store.journal.get_delivery("evt_video")
+        applied = await inbox.store.resources.get_resource(video.id)
+    assert found is not None
+    ids.append(found.id)
+    assert ids[0] < ids[1]
+    assert [call[1] for call in handlers.ORDERED] == ids
+    assert applied is not None and applied.state == "ready"
 
 
 async def test_an_ordered_reservation_committed_after_the_grace_is_logged_and_counted(

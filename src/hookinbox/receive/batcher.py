@@ -11,9 +11,10 @@ refuses fails alone (400); the rest of its batch is answered as if it had come a
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from hookinbox.batching import Batcher, answer, refuse
 from hookinbox.errors import HookinboxError, StoreUnavailable
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 log = get_logger("hookinbox.ingest")
 
+W = TypeVar("W")
+
 
 class ReservationBatcher(Batcher[NewDelivery, Reservation]):
     """Group concurrent reservations into few commits; repeats inside a batch are folded.
@@ -34,12 +37,14 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
     ``max_in_flight`` flushes run at once: while one batch is on its way to the store,
     the next one gathers, and request parsing overlaps with the database round trip.
 
-    A batch that carries a job of an ordered route commits after the batch before it
-    that carried one: a worker claims an ordered job only when no earlier job of its key
-    is in the table, so a later reservation that committed first could run first. In one
-    process they then commit in id order however long a commit takes; between processes
-    the workers' ``order_grace_seconds`` covers it (docs/concepts/ordering.md). Other
-    batches are not held.
+    Deliveries that carry a job of an ordered route take turns: one batch of them (or one
+    written alone, :meth:`reserve_in_turn`) is on its way at a time, and the next ones
+    wait in the queue, gathering, without holding a slot. A worker claims an ordered job
+    only when no earlier job of its key is in the table, so a later reservation that
+    committed first could run first: in one process they commit in id order however long
+    a commit takes; between processes the workers' ``order_grace_seconds`` covers it
+    (docs/concepts/ordering.md). A stalled ordered commit holds one slot; the other
+    batches keep going.
 
     With ``metrics``, each batch observes its size, how long it gathered (from the
     hand-off of the oldest delivery waiting to the batch leaving) and its commit: the
@@ -53,15 +58,23 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
         max_batch: int = 256,
         wait_seconds: float = 0.0,
         max_in_flight: int = 4,
+        ordered: bool = True,
         metrics: Metrics | None = None,
     ):
         super().__init__(
             max_batch=max_batch, max_in_flight=max_in_flight, wait_seconds=wait_seconds
         )
         self._store = store
+        #: Whether any delivery may carry an ordered job (else no turns are kept).
+        self._ordered = ordered
         self._keys_in_flight: set[tuple[str, str]] = set()
-        #: Done when the last batch that carried an ordered job has committed (or failed).
-        self._ordered_tail: asyncio.Future[None] | None = None
+        #: An ordered write (a batch or one written alone) is on its way to the store.
+        self._ordered_busy = False
+        #: Ordered deliveries written alone, waiting for their turn: (id, woken when it
+        #: comes), in the order they came, which is id order.
+        self._turns_waiting: collections.deque[tuple[str, asyncio.Future[None]]] = (
+            collections.deque()
+        )
         #: When the oldest delivery waiting was handed over (perf_counter), for the
         #: gathering time; kept for what a batch leaves behind (never younger than it).
         self._waiting_since = 0.0
@@ -80,16 +93,75 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
             self._waiting_since = time.perf_counter()
         return await self.submit(item)
 
+    async def reserve_in_turn(self, item: NewDelivery, write: Callable[[], Awaitable[W]]) -> W:
+        """``write`` reserves ``item`` by itself (an inline resource route's commit);
+        if the delivery carries an ordered job, it takes its turn with the ordered
+        batches: after those of earlier ids, before those of later ones."""
+        if not _is_ordered(item):
+            return await write()
+        if (
+            self._ordered_busy
+            or self._turns_waiting
+            or any(_is_ordered(it) and it.id < item.id for it, _ in self._pending)
+        ):
+            turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._turns_waiting.append((item.id, turn))
+            try:
+                await turn
+            except asyncio.CancelledError:
+                if turn.done() and not turn.cancelled():
+                    self._end_turn()  # given the turn as it was cancelled: pass it on
+                else:
+                    self._turns_waiting.remove((item.id, turn))
+                    self._next_turn()
+                    self._schedule()
+                raise
+        else:
+            self._ordered_busy = True
+        try:
+            return await write()
+        finally:
+            self._end_turn()
+
+    def _end_turn(self) -> None:
+        self._ordered_busy = False
+        self._next_turn()
+        self._schedule()
+
+    def _next_turn(self) -> None:
+        """No ordered write on its way: the first delivery waiting to be written alone
+        goes, unless a batched one of an earlier id waits (the next batch takes it)."""
+        if self._ordered_busy or not self._turns_waiting:
+            return
+        first_id, turn = self._turns_waiting[0]
+        if any(_is_ordered(it) and it.id < first_id for it, _ in self._pending):
+            return
+        self._turns_waiting.popleft()
+        self._ordered_busy = True
+        turn.set_result(None)
+
     def _take(self) -> list[tuple[NewDelivery, asyncio.Future[Reservation]]]:
         # An event already on its way to the store waits for that batch: two batches
         # touching the same journal row would only queue on its lock (or deadlock).
+        # An ordered delivery waits while another ordered write is on its way, and for
+        # the deliveries of earlier ids written alone.
         batch: list[tuple[NewDelivery, asyncio.Future[Reservation]]] = []
         held: list[tuple[NewDelivery, asyncio.Future[Reservation]]] = []
         keys: set[tuple[str, str]] = set()
+        ordered_open = not self._ordered_busy
+        before = self._turns_waiting[0][0] if self._turns_waiting else None
         for entry in self._pending:
-            key = (entry[0].source, entry[0].event_id)
+            item = entry[0]
+            key = (item.source, item.event_id)
             if len(batch) >= self._max_batch or key in self._keys_in_flight:
                 held.append(entry)
+            elif self._ordered and _is_ordered(item):
+                if ordered_open and (before is None or item.id < before):
+                    batch.append(entry)
+                    keys.add(key)
+                    self._ordered_busy = True
+                else:
+                    held.append(entry)
             else:
                 batch.append(entry)
                 keys.add(key)
@@ -105,32 +177,11 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
 
     def _released(self, batch: list[tuple[NewDelivery, asyncio.Future[Reservation]]]) -> None:
         self._keys_in_flight -= {(item.source, item.event_id) for item, _ in batch}
+        if self._ordered and any(_is_ordered(item) for item, _ in batch):
+            self._ordered_busy = False
+            self._next_turn()
 
     async def _flush(self, batch: list[tuple[NewDelivery, asyncio.Future[Reservation]]]) -> None:
-        if not any(job.order_key for item, _ in batch for job in item.jobs):
-            await self._write(batch)
-            return
-        # Flushes start in the order their batches were taken, which is id order; this
-        # runs before the first await, so each waits for the one taken before it.
-        before, done = self._ordered_tail, asyncio.get_running_loop().create_future()
-        self._ordered_tail = done
-        try:
-            if before is not None:
-                try:
-                    # Shielded: a cancelled waiter must not cancel the batch before it.
-                    await asyncio.shield(before)
-                except asyncio.CancelledError:
-                    for _, future in batch:
-                        refuse(future, StoreUnavailable())
-                    raise
-            await self._write(batch)
-        finally:
-            if not done.done():
-                done.set_result(None)
-            if self._ordered_tail is done:
-                self._ordered_tail = None
-
-    async def _write(self, batch: list[tuple[NewDelivery, asyncio.Future[Reservation]]]) -> None:
         leaders: dict[tuple[str, str, str], NewDelivery] = {}
         followers: dict[tuple[str, str, str], int] = {}
         for item, _ in batch:
@@ -175,6 +226,10 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
                 answer(future, Reservation("duplicate", found.delivery_id, False, item.body_sha256))
             else:
                 answer(future, found)
+
+
+def _is_ordered(item: NewDelivery) -> bool:
+    return any(job.order_key for job in item.jobs)
 
 
 def _ignore(value: float) -> None:

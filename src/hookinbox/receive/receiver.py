@@ -151,6 +151,7 @@ class Receiver:
             wait_seconds=config.server.batch_wait_ms / 1000,
             max_in_flight=config.server.batch_in_flight
             or (1 if store_kind(config.database) == "sqlite" else 4),
+            ordered=bool(self._ordered),
             metrics=metrics,
         )
 
@@ -229,12 +230,14 @@ class Receiver:
 
     async def _reserve(self, item: NewDelivery, payload: Mapping[str, Any]) -> Reservation:
         """Routes marked ``inline`` apply their resource event in the reservation's own
-        commit, so the 2xx means the transition is durable; all else goes through the
-        batcher."""
+        commit, so the 2xx means the transition is durable (in its ordered turn, if the
+        delivery has an ordered job too); all else goes through the batcher."""
         applies = self._resources.inline_applies(item, payload)
         if not applies:
             return await self.batcher.reserve(item)
-        reservation, outcomes = await self._store.journal.reserve_inline(item, applies)
+        reservation, outcomes = await self.batcher.reserve_in_turn(
+            item, lambda: self._store.journal.reserve_inline(item, applies)
+        )
         for outcome in outcomes:
             log_outcome(outcome, self.metrics, delivery_id=item.id, source=item.source, inline=True)
         return reservation
