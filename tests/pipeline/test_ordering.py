@@ -255,6 +255,25 @@ async def test_an_ordered_reservation_committed_after_the_grace_is_logged_and_co
     assert 'hookinbox_ordered_reservations_late_total{source="test"} 1.0' in metrics
 
 
+async def test_an_ordered_reservation_committed_within_the_grace_is_not_reported(
+    db_url: str, client: httpx.AsyncClient
+) -> None:
+    # The same 100 ms batches against a grace of 5 s: in time, so nothing is logged.
+    config = make_config(
+        db_url,
+        routes=[ORDERED_ROUTE],
+        worker={**FAST, "order_grace_seconds": 5},
+        server={"batch_wait_ms": 100},
+    )
+    async with running_inbox(config) as inbox:
+        with structlog.testing.capture_logs() as lines:
+            await _send(client, inbox.url(), "evt_keyed", "cus_1")
+        metrics = (await client.get(f"{inbox.base_url}/metrics")).text
+    assert [line for line in lines if line["event"] == "receipt"]
+    assert not [line for line in lines if line["event"] == "ordered_reservation_late"]
+    assert "hookinbox_ordered_reservations_late_total{" not in metrics
+
+
 async def test_a_failing_head_holds_its_key_and_the_job_behind_it_spends_no_attempt(
     db_url: str, client: httpx.AsyncClient
 ) -> None:
