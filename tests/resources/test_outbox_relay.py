@@ -161,7 +161,7 @@ async def test_a_hanging_callable_is_bounded_by_the_timeout(store: Store) -> Non
     hanging = relay(store, handler="tests.resources.support:hang_on_message", timeout_seconds=0.2)
     started = asyncio.get_running_loop().time()
     assert await hanging.relay_once() == 1
-    assert asyncio.get_running_loop().time() - started < 2
+    assert asyncio.get_running_loop().time() - started < 5  # 25 timeouts, not the hour
     row = await store.outbox.get_outbox(key)
     assert row is not None and (row.state, row.last_error) == ("pending", "timeout")
 
