@@ -74,6 +74,29 @@ def default_metrics(config: Config) -> Metrics:
     return Metrics(config.sources, slowest_job_seconds=config.worker.job_timeout_seconds)
 
 
+async def check_store_clock(store: Store, config: Config) -> None:
+    """Warn when this host's clock is off the store's by more than a quarter of
+    ``[worker] order_grace_seconds``: ordered routes compare ids made by receivers'
+    clocks with a horizon from workers' clocks, so two hosts off in opposite directions
+    eat into the grace twice (docs/concepts/ordering.md). Only with an ordered route;
+    once per process start."""
+    grace = config.worker.order_grace_seconds
+    ordered = any(route.order_key for source in config.sources.values() for route in source.routes)
+    if grace <= 0 or not ordered:
+        return
+    try:
+        offset, uncertainty = await store.clock_offset()
+    except HookinboxError:
+        return  # an unreachable store says so on its own
+    if abs(offset) - uncertainty > grace / 4:
+        log.warning(
+            "clock_offset",
+            seconds=round(offset, 3),
+            uncertainty=round(uncertainty, 3),
+            order_grace_seconds=grace,
+        )
+
+
 def build_receiver(
     config: Config,
     store: Store,
@@ -201,6 +224,7 @@ class Inbox:
 
     async def start(self) -> None:
         await self.store.open()
+        await check_store_clock(self.store, self.config)
         self._stop.clear()
         if self.workers is not None:
             self._worker_task = asyncio.create_task(self.workers.run(self._stop))

@@ -11,6 +11,7 @@ import collections
 import itertools
 import json
 import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from hookinbox.app import standard_operator_views
 from hookinbox.config import config_from_mapping
 from hookinbox.errors import ConfigError
 from hookinbox.store import Store, hot_path_postgres
+from hookinbox.store import core as store_core
 from hookinbox.store.sql import Sql
 from tests.resources.support import video_event, video_route
 from tests.support import handlers
@@ -272,6 +274,30 @@ async def test_an_ordered_reservation_committed_within_the_grace_is_not_reported
     assert [line for line in lines if line["event"] == "receipt"]
     assert not [line for line in lines if line["event"] == "ordered_reservation_late"]
     assert "hookinbox_ordered_reservations_late_total{" not in metrics
+
+
+async def test_a_host_clock_off_the_stores_by_a_quarter_of_the_grace_is_warned_at_start(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ids come from the receivers' clocks and the claim's horizon from the workers': a
+    # host 0.5 s behind the store, against a 1 s grace, is said at start, with the offset.
+    ordered = make_config(db_url, routes=[ORDERED_ROUTE], worker=CONCURRENT)
+    with structlog.testing.capture_logs() as in_time:
+        async with running_inbox(ordered):
+            pass
+    monkeypatch.setattr(store_core, "host_clock", lambda: time.time() - 0.5)
+    with structlog.testing.capture_logs() as behind:
+        async with running_inbox(ordered):
+            pass
+    # Without an ordered route no clock is compared.
+    unordered = make_config(db_url, routes=[{**ORDERED_ROUTE, "order_key": None}])
+    with structlog.testing.capture_logs() as unkeyed:
+        async with running_inbox(unordered):
+            pass
+    assert not [line for line in in_time + unkeyed if line["event"] == "clock_offset"]
+    (warned,) = [line for line in behind if line["event"] == "clock_offset"]
+    assert 0.4 < warned["seconds"] < 0.6 and warned["order_grace_seconds"] == 1
+    assert warned["log_level"] == "warning"
 
 
 async def test_a_failing_head_holds_its_key_and_the_job_behind_it_spends_no_attempt(

@@ -1,15 +1,19 @@
 """The claim of ordered jobs, on both stores, below the worker: a job waits behind the
 unfinished jobs of its key with smaller ids (whenever they were committed), only once it
-is older than the grace, and concurrent claims never take two jobs of one key."""
+is older than the grace, and concurrent claims never take two jobs of one key; the
+store's clock read against this host's, which makes the ids the claims compare."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from dataclasses import replace
 
+import pytest
+
 from hookinbox.ids import job_id, new_delivery_id
-from hookinbox.store import NewDelivery, NewJob, Store, open_store_for
+from hookinbox.store import NewDelivery, NewJob, Store, core, open_store_for
 
 
 def keyed(event_id: str, key: str, delivery_id: str | None = None) -> NewDelivery:
@@ -75,3 +79,15 @@ async def test_concurrent_claims_never_take_two_jobs_of_one_key(db_url: str) -> 
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_the_store_clock_is_read_against_this_hosts(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store and the tests run on one host: the clocks agree to well under a second.
+    offset, uncertainty = await store.clock_offset()
+    assert abs(offset) < 0.5 and 0 <= uncertainty < 0.5, (offset, uncertainty)
+    # A host whose clock is 30 s behind sees the store 30 s ahead.
+    monkeypatch.setattr(core, "host_clock", lambda: time.time() - 30)
+    offset, _ = await store.clock_offset()
+    assert 29.5 < offset < 30.5, offset

@@ -149,7 +149,12 @@ async def _preflight(config: Config) -> None:
 @reports_errors
 def worker(config_path: str | None, log_format: str, log_level: str) -> None:
     """Run workers only (start several, on any host, to scale out)."""
-    from hookinbox.app import build_receiver, build_worker_pool, default_metrics
+    from hookinbox.app import (
+        build_receiver,
+        build_worker_pool,
+        check_store_clock,
+        default_metrics,
+    )
     from hookinbox.catch_up import run_catch_up_schedule, scheduled_sources
     from hookinbox.resources.relay import OutboxRelay
     from hookinbox.tracing import build_tracing
@@ -166,6 +171,7 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
         tracing = build_tracing(config)
         try:
             async with opened_store(config, create=True) as store:
+                await check_store_clock(store, config)
                 metrics = default_metrics(config)
                 pool = build_worker_pool(config, store, tracing=tracing, metrics=metrics)
                 # The outbox relay runs beside the workers (a no-op with no [outbox] sender),

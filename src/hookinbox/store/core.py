@@ -19,6 +19,8 @@ driver the URL picks; the journal and the queue also share the dialect's hot pat
 
 from __future__ import annotations
 
+import time
+
 from hookinbox.errors import StoreNotFound
 from hookinbox.sealing import PLAINTEXT, Sealer
 from hookinbox.store.admin_sessions import AdminSessions
@@ -49,6 +51,10 @@ from hookinbox.store.tracked_resources import TrackedResources
 _TABLES = ("deliveries", "jobs", "payloads", "effects", "attempts")
 _SQL = load_statements("core")
 _COUNT_ROWS = _SQL["count_rows"]
+_STORE_CLOCK = _SQL["store_clock"]
+
+#: This host's clock, as :meth:`Store.clock_offset` reads it.
+host_clock = time.time
 
 
 class Store:
@@ -125,3 +131,15 @@ class Store:
         found = await self._db.row(_COUNT_ROWS)
         assert found is not None
         return {table: int(found[table]) for table in _TABLES}
+
+    async def clock_offset(self) -> tuple[float, float]:
+        """How far the store's clock is ahead of this host's, in seconds (negative:
+        behind), and the measure's uncertainty (half the round trip). The host's clock
+        makes the time-ordered ids that ordered routes compare across processes."""
+        before = host_clock()
+        found = await self._db.row(_STORE_CLOCK)
+        after = host_clock()
+        assert found is not None
+        store_now = self._db.decode_time(found["now"])
+        assert store_now is not None
+        return store_now.timestamp() - (before + after) / 2, (after - before) / 2

@@ -70,6 +70,9 @@ SELECT (SELECT count(*) FROM deliveries) AS deliveries, (SELECT count(*) FROM jo
     (SELECT count(*) FROM payloads) AS payloads, (SELECT count(*) FROM effects) AS effects,
     (SELECT count(*) FROM attempts) AS attempts;
 
+-- name: core.store_clock
+SELECT now() AS now;
+
 -- name: destination_state.circuit
 -- params: $1 name
 SELECT failures, CAST(opened_at IS NOT NULL AS INTEGER) AS open, set_config('synchronous_commit', 'off', true) AS soft

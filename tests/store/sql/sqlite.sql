@@ -61,6 +61,9 @@ SELECT (SELECT count(*) FROM deliveries) AS deliveries, (SELECT count(*) FROM jo
     (SELECT count(*) FROM payloads) AS payloads, (SELECT count(*) FROM effects) AS effects,
     (SELECT count(*) FROM attempts) AS attempts;
 
+-- name: core.store_clock
+SELECT ((julianday('now') - 2440587.5) * 86400.0) AS now;
+
 -- name: destination_state.circuit
 SELECT failures, CAST(opened_at IS NOT NULL AS INTEGER) AS open, NULL AS soft
 FROM destinations
