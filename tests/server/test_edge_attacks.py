@@ -1,7 +1,9 @@
 """What an unauthenticated client can do to ``hookinbox serve`` over raw sockets, and the
 bound that stops it: pipelining without reading, ``Upgrade`` desync, unbounded and
 quadratic trailers, ``Expect`` with an oversized body, slow bodies on the webhook port
-against the operator port, and a port already in use.
+against the operator port, empty lines and bare LFs before and in a head, targets and
+Host headers the request line and RFC 9112 do not allow, a half-close behind pipelined
+requests, and a port already in use.
 
 One real server process (small limits, both listeners) serves the attacks of a module;
 each attack cleans up its own sockets and every wait is bounded.
@@ -10,6 +12,7 @@ each attack cleans up its own sockets and every wait is bounded.
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import subprocess
 import sys
@@ -293,6 +296,92 @@ def test_slow_bodies_filling_the_webhook_port_never_lock_out_the_operator_port(
         for sock in slow:
             sock.close()
     assert operator == [200, 200, 200]
+
+
+def answers(port: int, data: bytes, *, half_close: bool = False) -> list[int]:
+    """The statuses of what ``data`` sent on one connection got before the close."""
+    with connect(port) as sock:
+        sock.sendall(data)
+        if half_close:
+            sock.shutdown(socket.SHUT_WR)
+        text, closed = read_all(sock, 5)
+    assert closed, text
+    return [int(code) for code in re.findall(rb"HTTP/1\.1 (\d{3}) ", text)]
+
+
+def test_empty_lines_before_a_request_line_are_ignored_up_to_a_bound(served: Served) -> None:
+    # A client that ends a body with an extra CRLF: the next request is read as usual.
+    assert answers(served.port, b"\r\n" + HEALTHZ + b"\r\n" + HEALTHZ_CLOSE) == [200, 200]
+    # A stream of them is not read on: 400, closed, after a few bytes.
+    with connect(served.port) as sock:
+        sock.sendall(b"\r\n" * 8)
+        answer, closed = read_all(sock, 5)
+    assert answer.startswith(b"HTTP/1.1 400 ") and answer.endswith(b"malformed_request")
+    assert closed
+
+
+def test_connections_sending_empty_lines_cannot_hold_the_webhook_port(served: Served) -> None:
+    # Every slot taken by a client sending an empty head faster than the sweep's tick: its
+    # connection's phase must still age (and be given up), or no one else gets in.
+    attackers = [connect(served.port) for _ in range(CAP)]
+    try:
+        for _ in range(5):
+            for sock in attackers:
+                with contextlib.suppress(OSError):
+                    sock.sendall(b"\r\n\r\n")
+            time.sleep(0.1)  # the attack's own pace, below the server's 0.25 s tick
+        assert status(served.port) == 200
+        ends = [read_all(sock, 5) for sock in attackers]
+    finally:
+        for sock in attackers:
+            sock.close()
+    assert all(closed for _, closed in ends)
+
+
+def test_a_head_ended_by_bare_lf_is_refused_at_once_not_at_its_deadline(served: Served) -> None:
+    started = time.monotonic()
+    with connect(served.port) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\nHost: x\n\n")
+        answer, closed = read_all(sock, 5)
+    assert answer.startswith(b"HTTP/1.1 400 ") and answer.endswith(b"malformed_request")
+    assert closed and time.monotonic() - started < 1.5  # the header deadline is 2 s
+
+
+def test_an_absolute_form_target_without_a_path_is_the_root(served: Served) -> None:
+    absolute = b"GET http://example.com HTTP/1.1\r\nHost: example.com\r\n\r\n"
+    with connect(served.port) as sock:
+        sock.sendall(absolute.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+        alone, _ = read_all(sock, 5)
+    assert alone.startswith(b"HTTP/1.1 404 ")  # nothing at the webhook port's root
+    # Between two requests on one connection: each answered, in order.
+    assert answers(served.port, HEALTHZ + absolute + HEALTHZ_CLOSE) == [200, 404, 200]
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"GET /healthz HTTP/1.1\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",
+        b"GET /healthz HTTP/1.0\r\nHost: x\r\nHost: x\r\n\r\n",
+    ],
+    ids=["http11_without_host", "two_hosts", "http10_two_hosts"],
+)
+def test_a_request_without_one_host_header_is_refused(served: Served, head: bytes) -> None:
+    with connect(served.port) as sock:
+        sock.sendall(head)
+        answer, closed = read_all(sock, 5)
+    assert answer.startswith(b"HTTP/1.1 400 ") and answer.endswith(b"bad_host") and closed
+
+
+def test_an_http10_request_without_a_host_is_answered(served: Served) -> None:
+    assert answers(served.port, b"GET /healthz HTTP/1.0\r\n\r\n") == [200]
+
+
+def test_requests_sent_whole_before_a_half_close_are_all_answered(served: Served) -> None:
+    # The client sends three requests and shuts its side: all three were whole, so all
+    # three are answered before the close; a fourth cut short is not.
+    assert answers(served.port, HEALTHZ * 3, half_close=True) == [200, 200, 200]
+    assert answers(served.port, HEALTHZ * 2 + b"GET /heal", half_close=True) == [200, 200]
 
 
 def serve_once(config: Path) -> subprocess.CompletedProcess[str]:

@@ -33,6 +33,8 @@ class Refusal:
 
 MALFORMED = Refusal(400, "malformed_request")
 UPGRADE = Refusal(400, "upgrade_refused")
+#: An HTTP/1.1 request without a Host header, or any with two (RFC 9112 3.2).
+BAD_HOST = Refusal(400, "bad_host")
 BAD_LENGTH = Refusal(400, "bad_content_length")
 BAD_TRANSFER_ENCODING = Refusal(400, "bad_transfer_encoding")
 BAD_CHUNK = Refusal(400, "bad_chunk_framing")

@@ -22,6 +22,10 @@ LINGER_BYTES = 1 << 20
 #: Requests a connection may send ahead of their answers, in a row; the one beyond is not
 #: read: the connection is closed after the answers before it.
 PIPELINE_DEPTH = 8
+#: Bytes of empty lines (CRLF, or a bare CR or LF) ignored before a request line (RFC 9112
+#: 2.2 asks for at least one line, for clients that end a body with an extra CRLF); more
+#: is 400 ``malformed_request``, closed. They count in the head's phase and deadline.
+EMPTY_LINE_BYTES = 8
 
 
 @dataclass(frozen=True)

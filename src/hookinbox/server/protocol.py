@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import math
+import re
 import socket
 import time
 import urllib.parse
@@ -39,6 +40,7 @@ from hookinbox.logs import get_logger
 from hookinbox.metrics import CONNECTIONS_CUT
 from hookinbox.server.cycle import HIGH_WATER, STATUS_LINE, AnswerWriter, RequestCycle
 from hookinbox.server.framing import (
+    BAD_HOST,
     HEAD_TOO_LARGE,
     MALFORMED,
     UPGRADE,
@@ -48,6 +50,7 @@ from hookinbox.server.framing import (
 )
 from hookinbox.server.limits import (
     DEFAULT_LIMITS,
+    EMPTY_LINE_BYTES,
     LINGER_BYTES,
     LINGER_SECONDS,
     PIPELINE_DEPTH,
@@ -67,6 +70,9 @@ _FRESH, _HEAD, _BODY, _BUSY, _IDLE, _LINGER, _CLOSING = range(7)
 #: itself).
 _EVICTION_RANK = {_LINGER: 0, _CLOSING: 0, _FRESH: 1, _IDLE: 2, _HEAD: 3, _BODY: 5, _BUSY: 6}
 _STALLED_RANK = 4
+#: The bytes an empty line before a request line is made of (CR, LF).
+_LINE_ENDS = (13, 10)
+_BARE_LF = re.compile(rb"(?<!\r)\n")
 #: The kernel's send buffer of a client connection (it doubles it): room for any answer
 #: but the largest operator pages, which then leave in a few writes.
 SEND_BUFFER = 65_536
@@ -138,6 +144,7 @@ class _Head:
         "complete",
         "expect_continue",
         "headers",
+        "hosts",
         "keep_alive",
         "lengths",
         "parser",
@@ -155,6 +162,7 @@ class _Head:
         self.headers: list[tuple[bytes, bytes]] = []
         self.lengths: list[bytes] = []
         self.codings: list[bytes] = []
+        self.hosts = 0
         self.complete = False
         self.expect_continue = False
         self.upgrade = False
@@ -174,6 +182,8 @@ class _Head:
             self.expect_continue = True
         elif name == b"upgrade":
             self.upgrade = True
+        elif name == b"host":
+            self.hosts += 1
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
@@ -260,6 +270,8 @@ class EdgeProtocol(asyncio.Protocol):
         self._body_left = 0
         self._body_done = True
         self._pipelined = 0
+        #: Bytes of empty lines taken before the request line being read.
+        self._empty_bytes = 0
         self._peer_done = False
         self._reading = True
         self._linger_bytes = 0
@@ -379,11 +391,17 @@ class EdgeProtocol(asyncio.Protocol):
 
     def _read_head(self) -> bool:
         buf = self._buf
+        if not self._scanned and buf[0] in _LINE_ENDS and not self._skip_empty_lines():
+            return False
         end = buf.find(b"\r\n\r\n", max(0, self._scanned - 3))
         bound = self.limits.max_header_bytes
         if end < 0 or end + 4 > bound:
             if end >= 0 or len(buf) > bound:
                 self._refuse(HEAD_TOO_LARGE, linger=False)  # a flood is not lingered over
+            elif _BARE_LF.search(buf, max(0, self._scanned - 1)):
+                # A line ended by a bare LF: the head it is in is refused once whole, and
+                # one ended by bare LFs would never be whole.
+                self._refuse(MALFORMED)
             else:
                 self._scanned = len(buf)
             return False
@@ -391,6 +409,21 @@ class EdgeProtocol(asyncio.Protocol):
         del buf[: end + 4]
         self._scanned = 0
         return self._start_request(head)
+
+    def _skip_empty_lines(self) -> bool:
+        """Drop the empty lines before a request line, within ``EMPTY_LINE_BYTES``; False
+        when the buffer held nothing else (or they were too many: refused). They belong
+        to the head's phase: its start and deadline stay those of their first byte."""
+        buf = self._buf
+        empty = 0
+        while empty < len(buf) and buf[empty] in _LINE_ENDS:
+            empty += 1
+        del buf[:empty]
+        self._empty_bytes += empty
+        if self._empty_bytes > EMPTY_LINE_BYTES:
+            self._refuse(MALFORMED, linger=False)  # a flood is not lingered over
+            return False
+        return bool(buf)
 
     def _start_request(self, raw: bytes) -> bool:
         head = _Head()
@@ -405,13 +438,17 @@ class EdgeProtocol(asyncio.Protocol):
             return False
         finally:
             head.parser = None  # no cycle between the parser and its callbacks
-        if not head.complete:  # empty lines before a request line: ignored
-            self._phase = _IDLE
-            return True
+        if not head.complete:  # no request line (empty lines are dropped before this)
+            self._refuse(MALFORMED)
+            return False
+        self._empty_bytes = 0
         if head.upgrade:
             self._refuse(UPGRADE)
             return False
         version = parser.get_http_version()
+        if head.hosts != 1 and (head.hosts or version == "1.1"):
+            self._refuse(BAD_HOST)
+            return False
         framing = body_framing(head.lengths, head.codings, version)
         if isinstance(framing, Refusal):
             self._refuse(framing)
@@ -421,7 +458,8 @@ class EdgeProtocol(asyncio.Protocol):
         except httptools.HttpParserInvalidURLError:
             self._refuse(MALFORMED)
             return False
-        raw_path = url.path
+        # An absolute-form target with no path ("http://host") names the root.
+        raw_path = url.path or b"/"
         path = raw_path.decode("ascii")
         if "%" in path:
             path = urllib.parse.unquote(path)
@@ -524,7 +562,7 @@ class EdgeProtocol(asyncio.Protocol):
             self._linger()
             return
         self._cycle = None
-        if not cycle.keep_alive or self._peer_done:
+        if not cycle.keep_alive or (self._peer_done and not self._buf):
             self._close_gracefully()
             return
         self._pipelined = self._pipelined + 1 if self._buf else 0
@@ -536,6 +574,10 @@ class EdgeProtocol(asyncio.Protocol):
         self._phase, self._phase_since = _IDLE, now
         self.deadline = now + self.limits.keep_alive_timeout
         self._process()
+        if self._peer_done and self._phase != _BUSY and not self.transport.is_closing():
+            # The client has sent all it will: the requests it sent whole are answered,
+            # one at a time; what is left of one it did not finish never will be.
+            self._close_gracefully()
 
     def close_now(self) -> None:
         self.writer.flush()
