@@ -1,13 +1,19 @@
 """One batching helper under both batchers: callers wait, a flush takes at most
 ``max_batch`` of them, at most ``max_in_flight`` flushes overlap, every caller gets its
-own answer."""
+own answer; the receiver's ordered turns survive a cancelled waiter."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+from pathlib import Path
+
+import pytest
 
 from hookinbox.batching import Batcher, answer
+from hookinbox.ids import job_id, new_delivery_id
 from hookinbox.receive.batcher import ReservationBatcher
+from hookinbox.store import NewDelivery, NewJob, open_store_for
 from hookinbox.work.settling import SettleBatcher
 
 
@@ -49,3 +55,50 @@ async def test_flushes_are_bounded_in_size_and_in_number_and_answer_each_caller(
 
 def test_the_receivers_and_the_workers_batchers_are_that_helper() -> None:
     assert issubclass(ReservationBatcher, Batcher) and issubclass(SettleBatcher, Batcher)
+
+
+def _ordered(event_id: str) -> NewDelivery:
+    delivery_id = new_delivery_id()
+    return NewDelivery(
+        id=delivery_id,
+        source="test",
+        event_id=event_id,
+        event_type="t",
+        body_sha256=hashlib.sha256(b"{}").hexdigest(),
+        body=b"{}",
+        headers={},
+        jobs=(NewJob(job_id(delivery_id, "a"), "a", 3, "key", False),),
+        max_attempts=3,
+    )
+
+
+async def test_an_ordered_turn_whose_waiter_is_cancelled_is_passed_on(tmp_path: Path) -> None:
+    # An inline write holds the receiver's ordered turn; the next one waiting for it is
+    # cancelled just as the first ends: the turn goes past it, to the batch after it.
+    store = open_store_for(f"sqlite:///{tmp_path}/inbox.db")
+    await store.open()
+    try:
+        batcher = ReservationBatcher(store, max_in_flight=1)
+        release = asyncio.Event()
+
+        async def held() -> str:
+            await release.wait()
+            return "written"
+
+        async def never() -> str:
+            raise AssertionError("a cancelled turn wrote")
+
+        async with asyncio.timeout(10):
+            first = asyncio.create_task(batcher.reserve_in_turn(_ordered("evt_1"), held))
+            await asyncio.sleep(0)  # it takes the turn and waits in its write
+            second = asyncio.create_task(batcher.reserve_in_turn(_ordered("evt_2"), never))
+            await asyncio.sleep(0)  # it waits for the turn
+            release.set()
+            second.cancel()
+            assert await first == "written"
+            with pytest.raises(asyncio.CancelledError):
+                await second
+            third = await batcher.reserve(_ordered("evt_3"))
+    finally:
+        await store.close()
+    assert third.outcome == "accepted"

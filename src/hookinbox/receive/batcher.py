@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
@@ -112,7 +113,8 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
                 if turn.done() and not turn.cancelled():
                     self._end_turn()  # given the turn as it was cancelled: pass it on
                 else:
-                    self._turns_waiting.remove((item.id, turn))
+                    with contextlib.suppress(ValueError):  # not passed over yet
+                        self._turns_waiting.remove((item.id, turn))
                     self._next_turn()
                     self._schedule()
                 raise
@@ -131,12 +133,15 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
     def _next_turn(self) -> None:
         """No ordered write on its way: the first delivery waiting to be written alone
         goes, unless a batched one of an earlier id waits (the next batch takes it)."""
-        if self._ordered_busy or not self._turns_waiting:
+        waiting = self._turns_waiting
+        while waiting and waiting[0][1].done():
+            waiting.popleft()  # its caller was cancelled and has not woken yet
+        if self._ordered_busy or not waiting:
             return
-        first_id, turn = self._turns_waiting[0]
+        first_id, turn = waiting[0]
         if any(_is_ordered(it) and it.id < first_id for it, _ in self._pending):
             return
-        self._turns_waiting.popleft()
+        waiting.popleft()
         self._ordered_busy = True
         turn.set_result(None)
 
