@@ -9,11 +9,13 @@ import hashlib
 from pathlib import Path
 
 import pytest
+import structlog
 
 from hookinbox.batching import Batcher, answer
+from hookinbox.errors import StoreUnavailable
 from hookinbox.ids import job_id, new_delivery_id
 from hookinbox.receive.batcher import ReservationBatcher
-from hookinbox.store import NewDelivery, NewJob, open_store_for
+from hookinbox.store import NewDelivery, NewJob, Reservation, open_store_for
 from hookinbox.work.settling import SettleBatcher
 
 
@@ -57,17 +59,17 @@ def test_the_receivers_and_the_workers_batchers_are_that_helper() -> None:
     assert issubclass(ReservationBatcher, Batcher) and issubclass(SettleBatcher, Batcher)
 
 
-def _ordered(event_id: str) -> NewDelivery:
+def _ordered(event_id: str, *, key: str | None = "key", body: bytes = b"{}") -> NewDelivery:
     delivery_id = new_delivery_id()
     return NewDelivery(
         id=delivery_id,
         source="test",
         event_id=event_id,
         event_type="t",
-        body_sha256=hashlib.sha256(b"{}").hexdigest(),
-        body=b"{}",
+        body_sha256=hashlib.sha256(body).hexdigest(),
+        body=body,
         headers={},
-        jobs=(NewJob(job_id(delivery_id, "a"), "a", 3, "key", False),),
+        jobs=(NewJob(job_id(delivery_id, "a"), "a", 3, key, False),),
         max_attempts=3,
     )
 
@@ -102,3 +104,61 @@ async def test_an_ordered_turn_whose_waiter_is_cancelled_is_passed_on(tmp_path: 
     finally:
         await store.close()
     assert third.outcome == "accepted"
+
+
+class _StalledJournal:
+    """The store's side of the receiver's batches, for their order alone: the first write
+    waits until ``release``; each write's events are noted when it commits."""
+
+    def __init__(self) -> None:
+        self.journal = self
+        self.release = asyncio.Event()
+        self.writing = asyncio.Event()
+        self.committed: list[str] = []
+
+    async def reserve_deliveries(self, items: list[NewDelivery]) -> list[Reservation]:
+        if not self.writing.is_set():
+            self.writing.set()
+            await self.release.wait()
+        self.committed.extend(item.event_id for item in items)
+        return [Reservation("accepted", item.id, False, item.body_sha256) for item in items]
+
+
+async def test_an_ordered_delivery_held_behind_its_event_keeps_later_ordered_ones_behind_it() -> (
+    None
+):
+    # The same event twice, the first copy unordered (a filter or key the second body
+    # changes) and on its way to the store: the second copy waits for it, and so must an
+    # ordered delivery of a later id, however many batch places are free.
+    store = _StalledJournal()
+    batcher = ReservationBatcher(store, max_in_flight=4)  # type: ignore[arg-type]
+    async with asyncio.timeout(10):
+        first_copy = asyncio.create_task(batcher.reserve(_ordered("evt_e", key=None)))
+        await store.writing.wait()
+        second_copy = _ordered("evt_e", body=b'{"changed": 1}')
+        later = _ordered("evt_f")
+        waiting = [asyncio.create_task(batcher.reserve(item)) for item in (second_copy, later)]
+        for _ in range(5):  # a batch of the later one would have been written by now
+            await asyncio.sleep(0)
+        store.release.set()
+        await asyncio.gather(first_copy, *waiting)
+    assert store.committed == ["evt_e", "evt_e", "evt_f"]
+
+
+class _MismatchedJournal:
+    """A store that breaks its contract: fewer replies than deliveries."""
+
+    def __init__(self) -> None:
+        self.journal = self
+
+    async def reserve_deliveries(self, items: list[NewDelivery]) -> list[Reservation]:
+        return []
+
+
+async def test_store_replies_that_do_not_match_the_batch_fail_its_callers_never_strand_them() -> (
+    None
+):
+    batcher = ReservationBatcher(_MismatchedJournal())  # type: ignore[arg-type]
+    with structlog.testing.capture_logs() as lines, pytest.raises(StoreUnavailable):
+        await asyncio.wait_for(batcher.reserve(_ordered("evt_1", key=None)), 5)
+    assert [line["event"] for line in lines] == ["reserve_crashed"]

@@ -14,7 +14,7 @@ import asyncio
 import collections
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from hookinbox.batching import Batcher, answer, refuse
@@ -160,6 +160,8 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
             key = (item.source, item.event_id)
             if len(batch) >= self._max_batch or key in self._keys_in_flight:
                 held.append(entry)
+                if self._ordered and _is_ordered(item):
+                    ordered_open = False  # none after it may go before it
             elif self._ordered and _is_ordered(item):
                 if ordered_open and (before is None or item.id < before):
                     batch.append(entry)
@@ -204,6 +206,7 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
         try:
             answers = await self._store.journal.reserve_deliveries(unique)
             self._committed(time.perf_counter() - started)
+            self._answer(batch, unique, answers)
         except HookinboxError as exc:
             failure = exc if isinstance(exc, StoreUnavailable) else StoreUnavailable()
             for _, future in batch:
@@ -217,7 +220,15 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
                 raise
             # No traceback: its frames' locals hold this batch's bodies and headers.
             log.error("reserve_crashed", batch=len(batch), error=type(exc).__name__)
-            return
+
+    @staticmethod
+    def _answer(
+        batch: list[tuple[NewDelivery, asyncio.Future[Reservation]]],
+        unique: list[NewDelivery],
+        answers: Sequence[Reservation | HookinboxError],
+    ) -> None:
+        """Each caller its reply (inside the write's ``try``: a store whose replies do not
+        match what was sent fails the batch's callers, never leaves them waiting)."""
         by_key = {
             (item.source, item.event_id, item.body_sha256): reply
             for item, reply in zip(unique, answers, strict=True)
