@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import random
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,79 @@ async def test_store_replies_that_do_not_match_the_batch_fail_its_callers_never_
     with structlog.testing.capture_logs() as lines, pytest.raises(StoreUnavailable):
         await asyncio.wait_for(batcher.reserve(_ordered("evt_1", key=None)), 5)
     assert [line["event"] for line in lines] == ["reserve_crashed"]
+
+
+async def _shuffled_run(seed: int) -> list[str]:
+    """One seeded run of deliveries through a receiver's batcher: ordered or not,
+    batched or written alone (an inline commit), sharing event keys, some cancelled,
+    some writes failing, each write taking a random number of loop turns. What broke
+    the turns' promises, if anything."""
+    rnd = random.Random(seed)
+    broken: list[str] = []
+    ordered_ids: list[str] = []
+    writing = 0
+
+    async def write_ordered(ids: list[str]) -> None:
+        nonlocal writing
+        if writing:
+            broken.append(f"two ordered writes at once: {ids}")
+        writing += 1
+        ordered_ids.extend(ids)
+        try:
+            for _ in range(rnd.randint(0, 6)):
+                await asyncio.sleep(0)
+            if rnd.random() < 0.15:
+                raise StoreUnavailable("the store's commit failed")
+        finally:
+            writing -= 1
+
+    class Journal:
+        journal = None
+
+        async def reserve_deliveries(self, items: list[NewDelivery]) -> list[Reservation]:
+            ordered = sorted(item.id for item in items if any(j.order_key for j in item.jobs))
+            if ordered:
+                await write_ordered(ordered)
+            else:
+                for _ in range(rnd.randint(0, 6)):
+                    await asyncio.sleep(0)
+            return [Reservation("accepted", item.id, False, item.body_sha256) for item in items]
+
+    store = Journal()
+    store.journal = store  # type: ignore[assignment]
+    batcher = ReservationBatcher(
+        store,  # type: ignore[arg-type]
+        max_batch=rnd.choice([1, 2, 3, 256]),
+        max_in_flight=rnd.choice([1, 2, 4]),
+    )
+    callers: list[asyncio.Task[object]] = []
+    for n in range(40):
+        ordered = rnd.random() < 0.6
+        item = _ordered(f"evt_{rnd.randint(0, 3)}", key="key" if ordered else None, body=b"%d" % n)
+        if ordered and rnd.random() < 0.4:
+
+            async def alone(ids: list[str] = [item.id]) -> object:  # noqa: B006
+                await write_ordered(ids)
+                return ids
+
+            callers.append(asyncio.create_task(batcher.reserve_in_turn(item, alone)))
+        else:
+            callers.append(asyncio.create_task(batcher.reserve(item)))
+        for _ in range(rnd.randint(0, 3)):
+            await asyncio.sleep(0)
+        if rnd.random() < 0.2:
+            rnd.choice(callers).cancel()
+    _, waiting = await asyncio.wait(callers, timeout=5)
+    if waiting:
+        broken.append(f"{len(waiting)} callers never answered")
+        for caller in waiting:
+            caller.cancel()
+    await asyncio.gather(*callers, return_exceptions=True)
+    if ordered_ids != sorted(ordered_ids):
+        broken.append(f"ordered writes out of id order: {ordered_ids}")
+    return broken
+
+
+async def test_ordered_writes_never_overlap_go_in_id_order_and_leave_no_caller_waiting() -> None:
+    for seed in range(200):
+        assert await _shuffled_run(seed) == [], f"seed {seed}"
