@@ -24,7 +24,7 @@ from hookinbox import ops
 from hookinbox.api import parse_tokens
 from hookinbox.config import Config
 from hookinbox.redaction import keyed_hash
-from hookinbox.store import Store
+from hookinbox.store import Store, open_store_for
 from tests.support.configs import write_config
 from tests.support.inbox import make_config, running_inbox
 from tests.support.processes import REPO, hookinbox_env
@@ -157,13 +157,10 @@ async def test_erase_over_the_api_needs_its_own_scope_and_previews_by_default(
     with structlog.testing.capture_logs() as lines:
         await erase_over_http(client, config, subject, store)
     assert subject not in json.dumps(lines, default=str)
-    assert [line["route"] for line in lines if line["event"] == "api_write"] == ["eraseSubject"] * 3
+    assert [line["route"] for line in lines if line["event"] == "api_write"] == ["eraseSubject"] * 2
     assert await tables_holding(db_url, subject) == []
     actions = await store.audit.list_operator_actions()
-    assert [(a.actor, a.command, a.source) for a in actions] == [
-        ("api:dpo", "erase", "other"),
-        ("api:dpo", "erase", "test"),
-    ]
+    assert [(a.actor, a.command, a.source) for a in actions] == [("api:dpo", "erase", "test")]
     assert subject not in json.dumps([a.as_json() for a in actions], default=str)
 
 
@@ -187,8 +184,13 @@ async def erase_over_http(
         assert preview.json()["dry_run"] is True
         assert preview.json()["found"]["payloads"] == 2
         assert (await store.count_rows())["payloads"] == 3
+        # A source neither configured nor holding the subject: refused, not "erased 0".
         other_source = await post(ERASER, {"subject": subject, "source": "other", "dry_run": False})
-        assert other_source.json()["erased"]["payloads"] == 0
+        assert (other_source.status_code, other_source.json()) == (
+            404,
+            {"error": "unknown_source"},
+        )
+        assert (await store.count_rows())["payloads"] == 3
         erased = await post(ERASER, {"subject": subject, "source": "test", "dry_run": False})
         assert erased.status_code == 200
         assert erased.json()["erased"] == {"payloads": 2, "snippets": 2, "rejected_bodies": 1}
@@ -208,6 +210,31 @@ async def test_erase_without_the_key_is_one_line_naming_the_variable(
         "HOOKINBOX_HASH_KEY is not set or empty (redact_hash and subject need it)"
     ]
     assert done.stdout == ""
+
+
+async def test_erase_of_a_source_neither_configured_nor_stored_is_refused_not_done(
+    tmp_path: Path, sqlite_url: str, store_sqlite: None
+) -> None:
+    # A mistyped source would erase nothing and print "erased 0": it must say so instead.
+    config_file = write_config(tmp_path / "hookinbox.toml", sqlite_url, routes=[])
+    done = erase_cli(config_file, "--source", "tset", subject="cus_1")
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "hookinbox: unknown_source: no source named 'tset' in the config, and nothing of it"
+        " stored holds this subject"
+    ]
+    assert done.stdout == ""
+    audit = await _audit_rows(sqlite_url)
+    assert audit == 0  # refused: nothing recorded as an erasure
+
+
+async def _audit_rows(sqlite_url: str) -> int:
+    store = open_store_for(sqlite_url)
+    await store.open()
+    try:
+        return len(await store.audit.list_operator_actions())
+    finally:
+        await store.close()
 
 
 def test_config_check_names_the_missing_key_of_a_source_with_a_subject(
@@ -230,8 +257,6 @@ def test_config_check_names_the_missing_key_of_a_source_with_a_subject(
 
 @pytest.fixture
 async def store_sqlite(sqlite_url: str) -> None:
-    from hookinbox.store import open_store_for
-
     opened = open_store_for(sqlite_url)
     await opened.open()
     await opened.close()

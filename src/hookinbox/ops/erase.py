@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hookinbox.config import Config
-from hookinbox.errors import InvalidArgument
+from hookinbox.errors import InvalidArgument, UnknownSource
 from hookinbox.ops.purge import BatchPacer
 from hookinbox.redaction import keyed_hash
 from hookinbox.store import Store, SubjectData
@@ -84,6 +84,13 @@ async def erase_subject(
         raise InvalidArgument("the source is empty")
     hashed = subject_hash_of(config, subject)
     found = await store.erasure.find_subject(hashed, source)
+    held = found.deliveries or found.rejected_bodies
+    if source is not None and config.source(source) is None and not held:
+        # A mistyped source would erase nothing and look done; a source taken out of the
+        # config whose deliveries are still stored is erased as any other.
+        raise UnknownSource(
+            f"no source named {source!r} in the config, and nothing of it stored holds this subject"
+        )
     if dry_run:
         return ErasureResult(True, source, hashed, found)
     pacer = BatchPacer(config, size)
