@@ -251,6 +251,40 @@ def test_send_with_data_that_is_not_json_is_one_line_with_a_code_and_exit_2(
     assert line.startswith("hookinbox: invalid_argument: --data is not valid JSON"), line
 
 
+def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
+    rows: Rows, tmp_path: Path
+) -> None:
+    directory = tmp_path / "a_directory.toml"
+    directory.mkdir()
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes(b'database = "sqlite:///caf\xe9.db"\n')
+    bad_url = tmp_path / "bad_url.toml"
+    bad_url.write_text('database = "postgresql://ops:s3cret@[::1/inbox"\n')
+    not_utf8 = "data.x = \udcff"  # the bytes 0xff, as Python hands them over
+    cases: list[tuple[Call, str, int]] = [
+        ((rows.config, ("deliveries", "list", "--limit", "0")), "invalid_argument", 2),
+        ((rows.config, ("bogus",)), "invalid_argument", 2),
+        ((rows.config, ("deliveries", "list", "--where", not_utf8)), "invalid_argument", 2),
+        ((directory, ("deliveries", "list")), "config_error", 2),
+        ((latin1, ("deliveries", "list")), "config_error", 2),
+        ((bad_url, ("config", "check")), "config_error", 2),
+        ((rows.config, ("serve", "--port", "99999")), "invalid_argument", 2),
+        ((rows.config, ("send", "--data", "[" * 100_000)), "invalid_argument", 2),
+        ((rows.config, ("send", "--data", '{"x": NaN}')), "invalid_argument", 2),
+        ((rows.config, ("send", "--url", "http://[::1")), "invalid_argument", 2),
+        ((rows.config, ("send", "--id", "\u00e9vt_1")), "invalid_argument", 2),
+        ((rows.config, ("dlq", "list", "--limit", "9" * 23)), "invalid_argument", 2),
+        ((rows.config, ("reviews", "resolve", "9" * 23, "--note", "x")), "invalid_argument", 2),
+        ((rows.config, ("deliveries", "list", "--since", "4102444800000")), "invalid_argument", 2),
+    ]
+    done = hookinbox_all([call for call, _, _ in cases])
+    for (call, code, exit_code), ran in zip(cases, done, strict=True):
+        assert ran.returncode == exit_code, (call[1][:2], ran.stderr[-300:])
+        (line,) = ran.stderr.splitlines()
+        assert line.startswith(f"hookinbox: {code}: "), (call[1][:2], line)
+        assert "s3cret" not in ran.stderr + ran.stdout
+
+
 def commands(
     command: click.Command, parent: click.Context | None, name: str
 ) -> Iterator[click.Context]:

@@ -39,7 +39,7 @@ def dlq() -> None:
 @config_option
 @click.option("--source", default=None, help="Only this source.")
 @click.option("--since", default=None, help="Failed since: a duration (24h) or ISO time.")
-@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 10000), default=50, show_default=True)
 @reports_errors
 @output_options
 def dlq_list(
@@ -78,7 +78,7 @@ def dlq_list(
 )
 @click.option(
     "--limit",
-    type=int,
+    type=click.IntRange(1, 1_000_000),
     default=None,
     help=f"Most dead letters to retry with --all (a --dry-run previews {ops.BULK_PREVIEW}).",
 )
@@ -89,7 +89,7 @@ def dlq_list(
 @click.option("--until", default=None, help="With --all: failed before (24h, ISO, unix).")
 @click.option(
     "--expect",
-    type=int,
+    type=click.IntRange(0, 1_000_000),
     default=None,
     help="With --all: retry only if the limit selects exactly this many (as --dry-run showed).",
 )

@@ -48,8 +48,10 @@ def asks_for_json(args: Sequence[str]) -> bool:
 
 
 class Commands(click.Group):
-    """The ``hookinbox`` group: under ``--json`` a usage error (an unknown option, a value
-    that is not a number) is a JSON object with its code as well, not click's text."""
+    """The ``hookinbox`` group: a usage error (an unknown option, a value that is not a
+    number) is one line with its code, as every other error (a JSON object under
+    ``--json``), naming the command's ``--help``; a group run without its command shows
+    its help. An argument that is not UTF-8 is refused before anything reads it."""
 
     def main(
         self,
@@ -60,15 +62,40 @@ class Commands(click.Group):
         **extra: Any,
     ) -> Any:
         words = list(sys.argv[1:] if args is None else args)
-        if not standalone_mode or not asks_for_json(words):
+        if not standalone_mode:
             return super().main(words, prog_name, complete_var, standalone_mode, **extra)
+        as_json = asks_for_json(words)
+        for place, word in enumerate(words, 1):
+            if not is_utf8(word):
+                fail(
+                    InvalidArgument.code, f"argument {place} is not UTF-8 text", 2, as_json=as_json
+                )
         try:
             result = super().main(words, prog_name, complete_var, False, **extra)
-        except click.ClickException as exc:
+        except click.exceptions.NoArgsIsHelpError as exc:
+            if not as_json:
+                exc.show()
+                sys.exit(exc.exit_code)
             fail(InvalidArgument.code, exc.format_message(), exc.exit_code, as_json=True)
+        except click.UsageError as exc:
+            message = exc.format_message()
+            if exc.ctx is not None and not as_json:
+                message += f" (see {exc.ctx.command_path} --help)"
+            fail(InvalidArgument.code, message, exc.exit_code, as_json=as_json)
+        except click.ClickException as exc:
+            fail(InvalidArgument.code, exc.format_message(), exc.exit_code, as_json=as_json)
         except click.Abort:
-            fail("aborted", "aborted", 1, as_json=True)
+            fail("aborted", "aborted", 1, as_json=as_json)
         sys.exit(result if isinstance(result, int) else 0)
+
+
+def is_utf8(word: str) -> bool:
+    """Whether an argument came as UTF-8 (Python hands other bytes over as surrogates)."""
+    try:
+        word.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @click.group(cls=Commands)

@@ -29,6 +29,9 @@ def reviews() -> None:
     """Rejected transitions (a late event, a source or tenant mismatch) waiting for a review."""
 
 
+#: The largest row id either store can hold (a signed 64-bit integer).
+ROW_ID_MAX = 2**63 - 1
+
 LIST_COLUMNS = (
     Column("id", "id"),
     Column("at", "time"),
@@ -73,8 +76,13 @@ def _row(review: TransitionReview, report: ops.ReviewList, now: datetime) -> tup
 @click.option("--all", "include_resolved", is_flag=True, help="Resolved ones too.")
 @click.option("--tenant", default=None, help="Only the lines filed under this tenant.")
 @click.option("--source", default=None, help="Only the lines this source's events wrote.")
-@click.option("--before", type=int, default=None, help="Older than this id (next page).")
-@click.option("--limit", type=int, default=50, show_default=True)
+@click.option(
+    "--before",
+    type=click.IntRange(1, ROW_ID_MAX),
+    default=None,
+    help="Older than this id (next page).",
+)
+@click.option("--limit", type=click.IntRange(1, 10000), default=50, show_default=True)
 @reports_errors
 @output_options
 def reviews_list(
@@ -111,7 +119,7 @@ def reviews_list(
 
 @reviews.command("resolve")
 @config_option
-@click.argument("transition_id", type=int)
+@click.argument("transition_id", type=click.IntRange(1, ROW_ID_MAX))
 @click.option("--note", required=True, help="What was decided, and why (kept with the line).")
 @json_option
 @reports_errors

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import click
 
@@ -14,6 +15,13 @@ from hookinbox.cli.common import (
 )
 from hookinbox.config import load_config
 from hookinbox.errors import InvalidArgument
+
+#: What a header value sent by ``send`` may be (the event id travels as ``webhook-id``).
+_HEADER_VALUE = re.compile(r"[\x21-\x7e][\x20-\x7e]{0,254}")
+
+
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not a JSON value")
 
 
 @click.command()
@@ -46,11 +54,24 @@ def send(
     from hookinbox.cli.sending import SendOptions, send_deliveries
 
     try:
-        parsed = json.loads(data)
+        parsed = json.loads(data, parse_constant=_not_json)
     except ValueError as exc:
         raise InvalidArgument(f"--data is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidArgument("--data is not valid JSON: nested too deep") from None
     if not isinstance(parsed, dict):
         raise InvalidArgument("--data must be a JSON object")
+    if event_id is not None and not _HEADER_VALUE.fullmatch(event_id):
+        raise InvalidArgument(
+            "--id: an event id is sent as a header: printable ASCII, 1 to 255 characters"
+        )
+    if url is not None:
+        import httpx
+
+        try:
+            httpx.URL(url)
+        except httpx.InvalidURL as exc:
+            raise InvalidArgument(f"--url: not a URL: {exc}") from None
     config = load_config(config_path)
     options = SendOptions(
         url=url,

@@ -31,7 +31,9 @@ log = get_logger("hookinbox.cli.serve")
 @click.command()
 @config_option
 @click.option("--host", default=None, help="Bind address [config server.host].")
-@click.option("--port", type=int, default=None, help="Port [config server.port].")
+@click.option(
+    "--port", type=click.IntRange(1, 65535), default=None, help="Port [config server.port]."
+)
 @click.option("--no-workers", is_flag=True, help="Receive only; run workers elsewhere.")
 @click.option(
     "--processes",

@@ -16,6 +16,7 @@ import re
 import tomllib
 import types
 import typing
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -506,6 +507,13 @@ class Config(Frozen):
     def _database_url(cls, value: str) -> str:
         if not (value.startswith("sqlite:///") or re.match(r"^postgres(ql)?://", value)):
             raise ValueError("database must be sqlite:///PATH or postgresql://...")
+        if not value.startswith("sqlite:"):
+            try:
+                parts = urllib.parse.urlsplit(value)
+                parts.port  # noqa: B018 - a port that is not a number raises here
+            except ValueError:
+                # Not the parser's words: they could quote the URL, password and all.
+                raise ValueError("the PostgreSQL URL's host or port is malformed") from None
         return value
 
     @field_validator("sources")
@@ -723,6 +731,12 @@ def load_config(path: str | Path | None = None) -> Config:
             data = tomllib.load(fh)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {file}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {file} is a directory") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {file} cannot be read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{file}: not valid TOML: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
     return config_from_mapping(data, base=file.resolve().parent)

@@ -48,6 +48,7 @@ MAX_TERM = 300
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _JOB_ID = re.compile(r"(dlv_[0-9a-f]{32}):[^:]+")
 _UNIX_SECONDS = re.compile(r"[0-9]{1,11}(\.[0-9]{1,6})?")
+_DIGITS = re.compile(r"[0-9]+(\.[0-9]+)?")
 _LAST_SECOND = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
 _KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _MAX_DEPTH = 8
@@ -90,6 +91,12 @@ def parse_when(
         if seconds > _LAST_SECOND.timestamp():
             raise InvalidArgument(f"{what}: after the year 9999")
         return datetime.fromtimestamp(seconds, UTC)
+    if _DIGITS.fullmatch(text):
+        # Not a count of seconds ago: a timestamp in milliseconds, most likely.
+        raise InvalidArgument(
+            f"{what}: {text} has too many digits for unix seconds (milliseconds?"
+            " give seconds, an ISO time or a duration such as 24h)"
+        )
     try:
         ago = parse_duration(text)
     except ValueError:
