@@ -5,7 +5,6 @@ own answer; the receiver's ordered turns survive a cancelled waiter."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import random
 from pathlib import Path
 
@@ -14,10 +13,10 @@ import structlog
 
 from hookinbox.batching import Batcher, answer
 from hookinbox.errors import StoreUnavailable
-from hookinbox.ids import job_id, new_delivery_id
 from hookinbox.receive.batcher import ReservationBatcher
-from hookinbox.store import NewDelivery, NewJob, Reservation, open_store_for
+from hookinbox.store import NewDelivery, Reservation, open_store_for
 from hookinbox.work.settling import SettleBatcher
+from tests.support.journal import keyed_delivery
 
 
 class _Doubling(Batcher[int, int]):
@@ -61,18 +60,7 @@ def test_the_receivers_and_the_workers_batchers_are_that_helper() -> None:
 
 
 def _ordered(event_id: str, *, key: str | None = "key", body: bytes = b"{}") -> NewDelivery:
-    delivery_id = new_delivery_id()
-    return NewDelivery(
-        id=delivery_id,
-        source="test",
-        event_id=event_id,
-        event_type="t",
-        body_sha256=hashlib.sha256(body).hexdigest(),
-        body=body,
-        headers={},
-        jobs=(NewJob(job_id(delivery_id, "a"), "a", 3, key, False),),
-        max_attempts=3,
-    )
+    return keyed_delivery(event_id, key, body=body, source="test")
 
 
 async def test_an_ordered_turn_whose_waiter_is_cancelled_is_passed_on(tmp_path: Path) -> None:

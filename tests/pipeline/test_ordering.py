@@ -24,7 +24,7 @@ from asyncpg.transaction import Transaction
 
 from hookinbox import ops
 from hookinbox.app import standard_operator_views
-from hookinbox.config import config_from_mapping
+from hookinbox.config import Config, config_from_mapping
 from hookinbox.errors import ConfigError
 from hookinbox.store import Store, hot_path_postgres
 from hookinbox.store import core as store_core
@@ -126,6 +126,17 @@ async def _waits_on_lock_of(blocker: asyncpg.Connection) -> bool:
     )
 
 
+async def _first_reservation_held(
+    blocker: asyncpg.Connection, client: httpx.AsyncClient, url: str
+) -> tuple[Transaction, asyncio.Task[None]]:
+    """``evt_first`` (key ``cus_1``) sent, its reservation waiting on the row ``blocker``
+    holds until the returned transaction's rollback."""
+    holding = await _hold_row_of(blocker, "evt_first")
+    first = asyncio.create_task(_send(client, url, "evt_first", "cus_1"))
+    await wait_for(lambda: _waits_on_lock_of(blocker), 10, "the first reservation to wait")
+    return holding, first
+
+
 async def _send_unkeyed(client: httpx.AsyncClient, url: str, event_id: str) -> None:
     """An event without the order key: its job runs unordered, its batch waits for none."""
     body, headers = signed(event_body(event_id), event_id=event_id)
@@ -150,9 +161,7 @@ async def test_a_stalled_ordered_reservation_commits_before_the_later_one_of_its
     # nor run before it, while an unordered event goes through.
     config = make_config(pg_url, routes=[ORDERED_ROUTE], worker=FAST)
     async with running_inbox(config) as inbox, pg_session(pg_url) as blocker:
-        holding = await _hold_row_of(blocker, "evt_first")
-        first = asyncio.create_task(_send(client, inbox.url(), "evt_first", "cus_1"))
-        await wait_for(lambda: _waits_on_lock_of(blocker), 10, "the first reservation to wait")
+        holding, first = await _first_reservation_held(blocker, client, inbox.url())
         second = asyncio.create_task(_send(client, inbox.url(), "evt_second", "cus_1"))
         await _send_unkeyed(client, inbox.url(), "evt_unkeyed")  # answered while the first waits
         # Ten graces long, and the second is still not answered: it waits its turn.
@@ -176,9 +185,7 @@ async def test_a_stalled_ordered_reservation_holds_one_batch_slot_and_the_rest_k
     # unordered event sent after each of them is answered all along.
     config = make_config(pg_url, routes=[ORDERED_ROUTE], worker=FAST)
     async with running_inbox(config) as inbox, pg_session(pg_url) as blocker:
-        holding = await _hold_row_of(blocker, "evt_first")
-        first = asyncio.create_task(_send(client, inbox.url(), "evt_first", "cus_1"))
-        await wait_for(lambda: _waits_on_lock_of(blocker), 10, "the first reservation to wait")
+        holding, first = await _first_reservation_held(blocker, client, inbox.url())
         behind = []
         for n in range(2, 7):
             behind.append(
@@ -208,9 +215,7 @@ async def test_an_inline_resource_reservation_with_an_ordered_job_takes_its_turn
         video = await inbox.inbox.resources.create(
             "video", tenant="acme", owner="user-1", provider_ref="prov-1"
         )
-        holding = await _hold_row_of(blocker, "evt_first")
-        first = asyncio.create_task(_send(client, inbox.url(), "evt_first", "cus_1"))
-        await wait_for(lambda: _waits_on_lock_of(blocker), 10, "the first reservation to wait")
+        holding, first = await _first_reservation_held(blocker, client, inbox.url())
         body, headers = video_event("evt_video", "ready", "prov-1", customer="cus_1")
         second = asyncio.create_task(client.post(inbox.url(), content=body, headers=headers))
         await _send_unkeyed(client, inbox.url(), "evt_unkeyed")
@@ -230,24 +235,26 @@ async def test_an_inline_resource_reservation_with_an_ordered_job_takes_its_turn
     assert applied is not None and applied.state == "ready"
 
 
+def _gathering(db_url: str, *, grace: float) -> Config:
+    """An ordered route whose receiver's batches gather for 100 ms, against ``grace``."""
+    return make_config(
+        db_url,
+        routes=[ORDERED_ROUTE],
+        worker={**FAST, "order_grace_seconds": grace},
+        server={"batch_wait_ms": 100},
+    )
+
+
 async def test_an_ordered_reservation_committed_after_the_grace_is_logged_and_counted(
     db_url: str, client: httpx.AsyncClient
 ) -> None:
     # Batches that gather for 100 ms commit every reservation later than a 50 ms grace:
     # a later job of its key could have run first, and the operator must be able to see it.
-    config = make_config(
-        db_url,
-        routes=[ORDERED_ROUTE],
-        worker={**FAST, "order_grace_seconds": 0.05},
-        server={"batch_wait_ms": 100},
-    )
-    async with running_inbox(config) as inbox:
+    async with running_inbox(_gathering(db_url, grace=0.05)) as inbox:
         with structlog.testing.capture_logs() as lines:
             await _send(client, inbox.url(), "evt_keyed", "cus_1")
             # No key in the body: the job runs unordered, and no grace applies to it.
-            body, headers = signed(event_body("evt_unkeyed"), event_id="evt_unkeyed")
-            answer = await client.post(inbox.url(), content=body, headers=headers)
-            assert answer.json()["status"] == "accepted"
+            await _send_unkeyed(client, inbox.url(), "evt_unkeyed")
         metrics = (await client.get(f"{inbox.base_url}/metrics")).text
         keyed = (await inbox.store.journal.get_delivery("evt_keyed")).id  # type: ignore[union-attr]
     (late,) = [line for line in lines if line["event"] == "ordered_reservation_late"]
@@ -261,13 +268,7 @@ async def test_an_ordered_reservation_committed_within_the_grace_is_not_reported
     db_url: str, client: httpx.AsyncClient
 ) -> None:
     # The same 100 ms batches against a grace of 5 s: in time, so nothing is logged.
-    config = make_config(
-        db_url,
-        routes=[ORDERED_ROUTE],
-        worker={**FAST, "order_grace_seconds": 5},
-        server={"batch_wait_ms": 100},
-    )
-    async with running_inbox(config) as inbox:
+    async with running_inbox(_gathering(db_url, grace=5)) as inbox:
         with structlog.testing.capture_logs() as lines:
             await _send(client, inbox.url(), "evt_keyed", "cus_1")
         metrics = (await client.get(f"{inbox.base_url}/metrics")).text

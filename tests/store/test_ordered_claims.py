@@ -6,37 +6,20 @@ store's clock read against this host's, which makes the ids the claims compare."
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from dataclasses import replace
 
 import pytest
 
 from hookinbox.ids import job_id, new_delivery_id
-from hookinbox.store import NewDelivery, NewJob, Store, core, open_store_for
-
-
-def keyed(event_id: str, key: str, delivery_id: str | None = None) -> NewDelivery:
-    delivery_id = delivery_id or new_delivery_id()
-    body = b"{}"
-    order_key = hashlib.sha256(key.encode()).hexdigest()
-    return NewDelivery(
-        id=delivery_id,
-        source="s",
-        event_id=event_id,
-        event_type="t",
-        body_sha256=hashlib.sha256(body).hexdigest(),
-        body=body,
-        headers={},
-        jobs=(NewJob(job_id(delivery_id, "a"), "a", 3, order_key, False),),
-        max_attempts=3,
-    )
+from hookinbox.store import NewJob, Store, core, open_store_for
+from tests.support.journal import keyed_delivery
 
 
 async def test_an_earlier_reservation_committed_later_still_runs_first(store: Store) -> None:
     earlier, later = new_delivery_id(), new_delivery_id()
-    await store.journal.reserve_deliveries([keyed("e2", "k", later)])
-    await store.journal.reserve_deliveries([keyed("e1", "k", earlier)])
+    await store.journal.reserve_deliveries([keyed_delivery("e2", "k", delivery_id=later)])
+    await store.journal.reserve_deliveries([keyed_delivery("e1", "k", delivery_id=earlier)])
     (job,) = await store.queue.claim_due_jobs("w", 10, 30)
     assert job.delivery_id == earlier
     assert await store.queue.claim_due_jobs("w", 10, 30) == []
@@ -46,9 +29,9 @@ async def test_an_earlier_reservation_committed_later_still_runs_first(store: St
 
 
 async def test_an_ordered_job_is_claimed_only_once_its_grace_has_passed(store: Store) -> None:
-    plain = keyed("plain", "-")
+    plain = keyed_delivery("plain", "-")
     plain = replace(plain, jobs=(NewJob(job_id(plain.id, "a"), "a"),))
-    await store.journal.reserve_deliveries([keyed("e1", "k"), plain])
+    await store.journal.reserve_deliveries([keyed_delivery("e1", "k"), plain])
     # Only the keyed job waits for the grace: the unordered one goes at once.
     (first,) = await store.queue.claim_due_jobs("w", 10, 30, order_grace=60)
     assert first.event_id == "plain"
@@ -62,7 +45,7 @@ async def test_concurrent_claims_never_take_two_jobs_of_one_key(db_url: str) -> 
         await s.open()
     try:
         await stores[0].journal.reserve_deliveries(
-            [keyed(f"e{k}_{n}", f"k{k}") for n in range(6) for k in range(4)]
+            [keyed_delivery(f"e{k}_{n}", f"k{k}") for n in range(6) for k in range(4)]
         )
         for _ in range(6):
             claims = await asyncio.gather(

@@ -66,3 +66,28 @@ async def settle_all(store: Store, state: str, *, error: str = "crm_unavailable"
             assert await store.queue.fail_job(job.id, job.lease_token, error)
         done.append(job.id)
     return done
+
+
+def keyed_delivery(
+    event_id: str,
+    key: str | None,
+    *,
+    delivery_id: str | None = None,
+    body: bytes = b"{}",
+    source: str = "s",
+) -> NewDelivery:
+    """A delivery of one job (action ``a``) of an ordered route's ``key`` (hashed as the
+    receiver stores it), or of no key (``None``: unordered), not yet reserved."""
+    delivery_id = delivery_id or new_delivery_id()
+    order_key = hashlib.sha256(key.encode()).hexdigest() if key is not None else None
+    return NewDelivery(
+        id=delivery_id,
+        source=source,
+        event_id=event_id,
+        event_type="t",
+        body_sha256=hashlib.sha256(body).hexdigest(),
+        body=body,
+        headers={},
+        jobs=(NewJob(job_id(delivery_id, "a"), "a", 3, order_key, False),),
+        max_attempts=3,
+    )
