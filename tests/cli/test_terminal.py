@@ -276,6 +276,8 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         ((rows.config, ("dlq", "list", "--limit", "9" * 23)), "invalid_argument", 2),
         ((rows.config, ("reviews", "resolve", "9" * 23, "--note", "x")), "invalid_argument", 2),
         ((rows.config, ("deliveries", "list", "--since", "4102444800000")), "invalid_argument", 2),
+        ((rows.config, ("deliveries", "list", "--before", "garbage")), "invalid_argument", 2),
+        ((rows.config, ("rejected", "list", "--before", "garbage")), "invalid_argument", 2),
     ]
     done = hookinbox_all([call for call, _, _ in cases])
     for (call, code, exit_code), ran in zip(cases, done, strict=True):

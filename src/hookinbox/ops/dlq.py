@@ -19,7 +19,7 @@ from hookinbox.codes import JobState, Trigger
 from hookinbox.config import Config
 from hookinbox.errors import InvalidArgument, NotFound, OperationRefused, PayloadPurged
 from hookinbox.ops.eligibility import why_not_runnable
-from hookinbox.ops.search import clean_term, source_name
+from hookinbox.ops.search import JOB_CURSOR, clean_term, page_cursor, source_name
 from hookinbox.store import DeadLetterCriteria, JobDetail, Store, iso
 
 #: The most dead letters one bulk retry may touch.
@@ -135,7 +135,10 @@ async def dlq_list(
         raise InvalidArgument("--limit must be at least 1")
     wanted = (matching or DeadLetterFilter(source=source, since=since)).checked(config)
     jobs = await store.queue.list_dead_letters(
-        wanted, order="newest_failure", before=clean_term(before, "page"), limit=limit
+        wanted,
+        order="newest_failure",
+        before=page_cursor(before, JOB_CURSOR, "a job id (dlv_...:action)"),
+        limit=limit,
     )
     return DeadLetterListing(jobs, config.operations.dlq_review_days)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hookinbox.ops.search import REJECTED_CURSOR, page_cursor
 from hookinbox.store import RejectedDelivery, Store
 
 
@@ -35,6 +36,9 @@ async def rejected_page(
     """Kept rejected deliveries, newest first; without ``include_settled`` only those a
     retry has not accepted yet."""
     found = await store.rejected.list_rejected(
-        source=source, include_settled=include_settled, before=before, limit=limit
+        source=source,
+        include_settled=include_settled,
+        before=page_cursor(before, REJECTED_CURSOR, "a rejected delivery id (rej_...)"),
+        limit=limit,
     )
     return RejectedPage(found, await store.rejected.rejected_totals())

@@ -68,6 +68,21 @@ def clean_term(value: object, what: str, *, max_length: int = MAX_TERM) -> str |
     return text
 
 
+#: What each list's page cursor (the last id of the page before) looks like.
+DELIVERY_CURSOR = re.compile(r"dlv_[0-9a-f]{32}")
+JOB_CURSOR = re.compile(r"dlv_[0-9a-f]{32}:[^:\s]+")
+REJECTED_CURSOR = re.compile(r"rej_[0-9a-f]{32}")
+
+
+def page_cursor(value: object, form: re.Pattern[str], what: str) -> str | None:
+    """A page cursor as the list before handed it out (``next_before``); anything else is
+    InvalidArgument, never a page read from the wrong place."""
+    text = clean_term(value, "page cursor")
+    if text is not None and not form.fullmatch(text):
+        raise InvalidArgument(f"the page cursor is not {what}")
+    return text
+
+
 def delivery_ref(value: object) -> str | None:
     """A delivery id or an event id as pasted: trimmed; a job id becomes its delivery's."""
     ref = clean_term(value, "id")
@@ -226,7 +241,7 @@ def build_search(
         since=since,
         until=until,
         payload=payload,
-        before=clean_term(query.before, "page"),
+        before=page_cursor(query.before, DELIVERY_CURSOR, "a delivery id (dlv_...)"),
         limit=query.limit,
     )
 
