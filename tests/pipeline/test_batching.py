@@ -55,6 +55,80 @@ async def test_flushes_are_bounded_in_size_and_in_number_and_answer_each_caller(
     assert batcher.most_overlapping == 2
 
 
+class _Held(Batcher[int, int]):
+    """Each flush waits until its own release; flushes are noted as they start."""
+
+    def __init__(self, overlap_after: float, enough: int = 8) -> None:
+        super().__init__(max_batch=100, max_in_flight=4, overlap_after=overlap_after, enough=enough)
+        self.batches: list[list[int]] = []
+        self.releases: list[asyncio.Event] = []
+        self.started = asyncio.Condition()
+
+    async def _flush(self, batch: list[tuple[int, asyncio.Future[int]]]) -> None:
+        release = asyncio.Event()
+        async with self.started:
+            self.batches.append([item for item, _ in batch])
+            self.releases.append(release)
+            self.started.notify_all()
+        await release.wait()
+        for item, future in batch:
+            answer(future, item)
+
+    async def flushes(self, count: int) -> None:
+        async with self.started:
+            await self.started.wait_for(lambda: len(self.batches) >= count)
+
+
+async def test_a_batch_gathers_behind_a_commit_of_usual_length() -> None:
+    batcher = _Held(overlap_after=60.0)
+    async with asyncio.timeout(5):
+        first = asyncio.ensure_future(batcher.submit(0))
+        await batcher.flushes(1)
+        behind = [asyncio.ensure_future(batcher.submit(n)) for n in range(1, 6)]
+        for _ in range(5):  # a second flush would have started by now, were it allowed
+            await asyncio.sleep(0)
+        assert batcher.batches == [[0]]
+        batcher.releases[0].set()  # back before the overlap: the rest leave as one batch
+        await batcher.flushes(2)
+        batcher.releases[1].set()
+        assert await asyncio.gather(first, *behind) == list(range(6))
+    assert batcher.batches == [[0], [1, 2, 3, 4, 5]]
+
+
+async def test_a_batch_that_has_gathered_enough_leaves_without_waiting_for_the_commit() -> None:
+    batcher = _Held(overlap_after=60.0, enough=3)
+    async with asyncio.timeout(5):
+        first = asyncio.ensure_future(batcher.submit(0))
+        await batcher.flushes(1)
+        two = [asyncio.ensure_future(batcher.submit(n)) for n in (1, 2)]
+        for _ in range(5):  # two are not enough: they wait for the first commit
+            await asyncio.sleep(0)
+        assert batcher.batches == [[0]]
+        third = asyncio.ensure_future(batcher.submit(3))
+        await batcher.flushes(2)  # three are: they leave with the first still out
+        batcher.releases[1].set()
+        assert await asyncio.gather(*two, third) == [1, 2, 3]
+        assert not first.done()
+        batcher.releases[0].set()
+        assert await first == 0
+    assert batcher.batches == [[0], [1, 2, 3]]
+
+
+async def test_a_stalled_commit_holds_the_batches_behind_it_no_longer_than_the_overlap() -> None:
+    batcher = _Held(overlap_after=0.05)
+    async with asyncio.timeout(5):
+        stalled = asyncio.ensure_future(batcher.submit(0))
+        await batcher.flushes(1)
+        behind = [asyncio.ensure_future(batcher.submit(n)) for n in range(1, 4)]
+        await batcher.flushes(2)  # the first never comes back, and these go anyway
+        batcher.releases[1].set()
+        assert await asyncio.gather(*behind) == [1, 2, 3]
+        assert not stalled.done()
+        batcher.releases[0].set()
+        assert await stalled == 0
+    assert batcher.batches == [[0], [1, 2, 3]]
+
+
 def test_the_receivers_and_the_workers_batchers_are_that_helper() -> None:
     assert issubclass(ReservationBatcher, Batcher) and issubclass(SettleBatcher, Batcher)
 

@@ -203,6 +203,36 @@ async def test_a_stalled_ordered_reservation_holds_one_batch_slot_and_the_rest_k
 
 
 @pytest.mark.usefixtures("held_reservations_wait")
+async def test_deliveries_gather_behind_the_commit_on_its_way_and_leave_as_one_batch(
+    pg_url: str, client: httpx.AsyncClient
+) -> None:
+    # A second batch may leave only once the first has been out for a minute: the five
+    # events sent while the first commit waits on a lock wait with it, then commit
+    # together (the default, a few milliseconds, is the stalled case of the test above).
+    config = make_config(
+        pg_url, routes=[ORDERED_ROUTE], worker=FAST, server={"batch_overlap_ms": 60_000}
+    )
+    async with running_inbox(config) as inbox, pg_session(pg_url) as blocker:
+        holding, first = await _first_reservation_held(blocker, client, inbox.url())
+        behind = [
+            asyncio.create_task(_send_unkeyed(client, inbox.url(), f"evt_unkeyed_{n}"))
+            for n in range(5)
+        ]
+        batcher = inbox.inbox.receiver.batcher
+
+        async def five_waiting() -> bool:
+            return batcher.waiting == 5
+
+        await wait_for(five_waiting, 10, "five deliveries behind the first")
+        assert not any(task.done() for task in behind)
+        await holding.rollback()
+        await asyncio.gather(first, *behind)
+        metrics = (await client.get(f"{inbox.base_url}/metrics")).text
+    assert "hookinbox_reserve_batch_size_count 2.0" in metrics
+    assert "hookinbox_reserve_batch_size_sum 6.0" in metrics
+
+
+@pytest.mark.usefixtures("held_reservations_wait")
 async def test_an_inline_resource_reservation_with_an_ordered_job_takes_its_turn(
     pg_url: str, client: httpx.AsyncClient
 ) -> None:

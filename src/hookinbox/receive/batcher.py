@@ -37,6 +37,9 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
     loop, so the requests that became ready together commit together. Up to
     ``max_in_flight`` flushes run at once: while one batch is on its way to the store,
     the next one gathers, and request parsing overlaps with the database round trip.
+    With ``overlap_after``, a batch of fewer than ``enough`` waits that long for the one
+    on its way (or until it is back): under light load, deliveries that came apart share
+    a commit; a stalled commit holds back the next batch no longer than that.
 
     Deliveries that carry a job of an ordered route take turns: one batch of them (or one
     written alone, :meth:`reserve_in_turn`) is on its way at a time, and the next ones
@@ -59,11 +62,15 @@ class ReservationBatcher(Batcher[NewDelivery, Reservation]):
         max_batch: int = 256,
         wait_seconds: float = 0.0,
         max_in_flight: int = 4,
+        overlap_after: float = 0.0,
         ordered: bool = True,
         metrics: Metrics | None = None,
     ):
         super().__init__(
-            max_batch=max_batch, max_in_flight=max_in_flight, wait_seconds=wait_seconds
+            max_batch=max_batch,
+            max_in_flight=max_in_flight,
+            wait_seconds=wait_seconds,
+            overlap_after=overlap_after,
         )
         self._store = store
         #: Whether any delivery may carry an ordered job (else no turns are kept).

@@ -151,6 +151,7 @@ class Receiver:
             wait_seconds=config.server.batch_wait_ms / 1000,
             max_in_flight=config.server.batch_in_flight
             or (1 if store_kind(config.database) == "sqlite" else 4),
+            overlap_after=config.server.batch_overlap_ms / 1000,
             ordered=bool(self._ordered),
             metrics=metrics,
         )
