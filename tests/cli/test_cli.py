@@ -165,6 +165,51 @@ def test_a_postgresql_database_that_does_not_exist_is_store_not_found(tmp_path: 
     assert result.stderr.startswith("hookinbox: store_not_found: "), result.stderr
 
 
+def test_a_postgresql_connection_error_names_the_problem_and_the_address_never_the_password(
+    tmp_path: Path,
+) -> None:
+    """A role or a database that does not exist, a port nothing listens on: each is one
+    line saying so in words, with the host and port tried; the URL (password and all)
+    never."""
+    from tests.support.database import pg_address, require_pg
+
+    require_pg()
+    host, port = pg_address()
+    refused = free_port()
+    cases = [
+        (
+            f"postgresql://hookinbox_no_such_role:s3cret@{host}:{port}/test",
+            "store_unavailable",
+            f'PostgreSQL at {host}:{port} refused the connection: role "hookinbox_no_such_role"'
+            " does not exist",
+        ),
+        (
+            f"postgresql://postgres:s3cret@{host}:{port}/hookinbox_no_such_database",
+            "store_not_found",
+            f"no such PostgreSQL database at {host}:{port}: database"
+            ' "hookinbox_no_such_database" does not exist',
+        ),
+        (
+            f"postgresql://postgres:s3cret@127.0.0.1:{refused}/test",
+            "store_unavailable",
+            f"cannot connect to PostgreSQL at 127.0.0.1:{refused}: connection refused",
+        ),
+    ]
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'database_env = "HOOKINBOX_TEST_DATABASE"\n[sources.test]\nscheme = "standard-webhooks"'
+        f'\nsecret_env = "{SECRET_ENV}"\n'
+    )
+    for url, code, says in cases:
+        result = hookinbox(
+            "dlq", "list", "--config", str(config), env={"HOOKINBOX_TEST_DATABASE": url}
+        )
+        assert (result.returncode, result.stdout) == (3, ""), result.stderr
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(f"hookinbox: {code}: {says}"), line
+        assert "s3cret" not in line and "postgresql://" not in line
+
+
 def test_migrate_applies_once(db_url: str, tmp_path: Path) -> None:
     config = write_config(tmp_path / "c.toml", db_url, routes=ROUTES)
     first = hookinbox("migrate", "--config", str(config))

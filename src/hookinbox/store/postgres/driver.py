@@ -11,11 +11,14 @@ and poll only as a fallback. The database clock (``now()``) sets every lease and
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from datetime import datetime
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import asyncpg
 import orjson
@@ -69,6 +72,42 @@ def store_error(exc: BaseException) -> StoreError:
             return StoreUnavailable(f"PostgreSQL unavailable: {type(exc).__name__}")
         return StoreError(f"PostgreSQL error {state}: {type(exc).__name__}")
     return StoreUnavailable(f"PostgreSQL unavailable: {type(exc).__name__}")
+
+
+def connect_error(exc: BaseException, url: str) -> StoreError:
+    """Why no connection could be made, in words an operator acts on, with the address
+    tried: the server's own refusal (it names the role or the database, never a
+    password), or what stopped the connection before a server answered. Never the URL,
+    which may hold the password; an error of the client's own is named by its class."""
+    where = _address(url)
+    if isinstance(exc, asyncpg.PostgresError):
+        said = " ".join(str(getattr(exc, "message", "") or type(exc).__name__).split())
+        if isinstance(exc, asyncpg.InvalidCatalogNameError):
+            return StoreNotFound(f"no such PostgreSQL database at {where}: {said}")
+        return StoreUnavailable(f"PostgreSQL at {where} refused the connection: {said}")
+    if isinstance(exc, ConnectionRefusedError):
+        why = "connection refused (is PostgreSQL running and listening there?)"
+    elif isinstance(exc, socket.gaierror):
+        why = "its host name does not resolve"
+    elif isinstance(exc, TimeoutError):
+        why = f"no answer within {_CONNECT_TIMEOUT:g} s"
+    elif isinstance(exc, OSError) and exc.strerror:
+        why = exc.strerror
+    else:
+        why = type(exc).__name__
+    return StoreUnavailable(f"cannot connect to PostgreSQL at {where}: {why}")
+
+
+def _address(url: str) -> str:
+    """``host:port`` the URL names, libpq's defaults where it names none."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return "a malformed host or port"
+    host = host or os.environ.get("PGHOST") or "localhost"
+    shown = str(port) if port else os.environ.get("PGPORT") or "5432"
+    return f"[{host}]:{shown}" if ":" in host else f"{host}:{shown}"
 
 
 def _usable(conn: Any) -> bool:
@@ -145,10 +184,8 @@ class PostgresDriver(Driver):
                 max_cached_statement_lifetime=_STATEMENT_LIFETIME,
                 init=_session,
             )
-        except asyncpg.InvalidCatalogNameError as exc:
-            raise StoreNotFound("no such PostgreSQL database") from exc
         except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
-            raise StoreUnavailable(f"cannot connect to PostgreSQL: {type(exc).__name__}") from exc
+            raise connect_error(exc, self.url) from exc
 
     async def close(self) -> None:
         if self._listener is not None:
