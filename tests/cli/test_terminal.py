@@ -260,6 +260,8 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
     latin1.write_bytes(b'database = "sqlite:///caf\xe9.db"\n')
     bad_url = tmp_path / "bad_url.toml"
     bad_url.write_text('database = "postgresql://ops:s3cret@[::1/inbox"\n')
+    bad_host = tmp_path / "bad_host.toml"
+    bad_host.write_text(f'database = "sqlite:///{tmp_path}/x.db"\n[server]\nhost = "256.1.1.1"\n')
     not_utf8 = "data.x = \udcff"  # the bytes 0xff, as Python hands them over
     cases: list[tuple[Call, str, int]] = [
         ((rows.config, ("deliveries", "list", "--limit", "0")), "invalid_argument", 2),
@@ -278,12 +280,19 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         ((rows.config, ("deliveries", "list", "--since", "4102444800000")), "invalid_argument", 2),
         ((rows.config, ("deliveries", "list", "--before", "garbage")), "invalid_argument", 2),
         ((rows.config, ("rejected", "list", "--before", "garbage")), "invalid_argument", 2),
+        ((rows.config, ("serve", "--host", "256.1.1.1")), "invalid_argument", 2),
+        ((bad_host, ("serve",)), "config_error", 2),
     ]
+    #: What the line must name, where that is the point of the case.
+    names = {
+        ("serve", "--host", "256.1.1.1"): "--host: cannot listen on 256.1.1.1:",
+        ("serve",): "server.host: cannot listen on 256.1.1.1:",
+    }
     done = hookinbox_all([call for call, _, _ in cases])
     for (call, code, exit_code), ran in zip(cases, done, strict=True):
         assert ran.returncode == exit_code, (call[1][:2], ran.stderr[-300:])
         (line,) = ran.stderr.splitlines()
-        assert line.startswith(f"hookinbox: {code}: "), (call[1][:2], line)
+        assert line.startswith(f"hookinbox: {code}: {names.get(call[1], '')}"), (call[1][:2], line)
         assert "s3cret" not in ran.stderr + ran.stdout
 
 

@@ -61,11 +61,13 @@ def serve(
     # The ports first: one taken by another process is one line, before anything starts.
     bind_host = host or config.server.host
     bind_port = port if port is not None else config.server.port
-    sockets = [listen(bind_host, bind_port, "server.port")]
+    host_key = "--host" if host else "server.host"
+    port_key = "--port" if port is not None else "server.port"
+    sockets = [listen(bind_host, bind_port, host_key, port_key)]
     operator = None
     if config.server.admin_port is not None:
         operator = (config.server.admin_host, config.server.admin_port)
-        sockets.append(listen(*operator, "server.admin_port"))
+        sockets.append(listen(*operator, "server.admin_host", "server.admin_port"))
     limits = ConnectionLimits.from_config(config.server)
     ensure_open_files(limits, listeners=len(sockets))
     configure_logging(log_format, log_level, capture_libraries=True)  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ from typing import Any
 
 import uvicorn
 
-from hookinbox.errors import ConfigError, PortInUse
+from hookinbox.errors import ConfigError, InvalidArgument, PortInUse
 from hookinbox.metrics import watch_gc_pauses
 from hookinbox.server.limits import ConnectionLimits
 from hookinbox.server.protocol import EdgeProtocol
@@ -92,11 +92,14 @@ def uvicorn_config(
     )
 
 
-def listen(host: str, port: int, key: str) -> socket.socket:
+def listen(host: str, port: int, host_key: str, port_key: str) -> socket.socket:
     """A socket bound to ``host:port`` as uvicorn binds its own (address reuse,
     inheritable by the processes of ``--processes N``). A port another process listens
-    on is :class:`PortInUse` naming it (``key`` is the setting it came from), before
-    anything else starts."""
+    on is :class:`PortInUse` naming it, before anything else starts. ``host_key`` and
+    ``port_key`` say where each came from, so the refusal names the one at fault: an
+    address that does not resolve or is not this host's is the host's, anything else the
+    port's; a config key (``server.port``) is a ConfigError, a command-line option
+    (``--port``) an InvalidArgument."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family=family)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -105,8 +108,13 @@ def listen(host: str, port: int, key: str) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise PortInUse(f"{key}: {host}:{port} is already in use by another process") from None
-        raise ConfigError(f"{key}: cannot listen on {host}:{port} ({exc.strerror})") from None
+            raise PortInUse(
+                f"{port_key}: {host}:{port} is already in use by another process"
+            ) from None
+        of_host = isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL
+        key = host_key if of_host else port_key
+        refusal = InvalidArgument if key.startswith("--") else ConfigError
+        raise refusal(f"{key}: cannot listen on {host}:{port} ({exc.strerror})") from None
     sock.set_inheritable(True)
     return sock
 
