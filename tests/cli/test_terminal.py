@@ -251,6 +251,10 @@ def test_send_with_data_that_is_not_json_is_one_line_with_a_code_and_exit_2(
     assert line.startswith("hookinbox: invalid_argument: --data is not valid JSON"), line
 
 
+CREATE = ("resources", "create")
+BY_T_O = ("--tenant", "t", "--owner", "o")
+
+
 def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
     rows: Rows, tmp_path: Path
 ) -> None:
@@ -282,6 +286,10 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         ((rows.config, ("rejected", "list", "--before", "garbage")), "invalid_argument", 2),
         ((rows.config, ("serve", "--host", "256.1.1.1")), "invalid_argument", 2),
         ((bad_host, ("serve",)), "config_error", 2),
+        ((rows.config, (*CREATE, "audio", "--tenant", "t", "--owner", "o")), "invalid_argument", 2),
+        ((rows.config, (*CREATE, "video", "--tenant", "", "--owner", "o")), "invalid_argument", 2),
+        ((rows.config, (*CREATE, "video", *BY_T_O, "--source", "a,b")), "invalid_argument", 2),
+        ((rows.config, (*CREATE, "video", *BY_T_O, "--source", "nobody")), "unknown_source", 4),
     ]
     #: What the line must name, where that is the point of the case.
     names = {

@@ -16,7 +16,7 @@ import pytest
 
 from hookinbox.app import Inbox
 from hookinbox.config import config_from_mapping
-from hookinbox.errors import ConfigError
+from hookinbox.errors import ConfigError, InvalidArgument, UnknownSource
 from hookinbox.ids import new_delivery_id
 from hookinbox.resources.machine import VIDEO
 from hookinbox.resources.service import new_resource_id
@@ -211,13 +211,13 @@ async def test_sources_given_at_creation_are_configured_names(
     await inbox.store.open()
     try:
         resources = inbox.resources
-        for wrong, message in (
-            ("acme", "a list of source names"),
-            ([], "at least one source"),
-            (["acme", "nobody"], "no source named 'nobody'"),
-            (["ac,me"], "is not a source name"),
+        for wrong, error, message in (
+            ("acme", InvalidArgument, "a list of source names"),
+            ([], InvalidArgument, "at least one source"),
+            (["acme", "nobody"], UnknownSource, "no source named 'nobody'"),
+            (["ac,me"], InvalidArgument, "is not a source name"),
         ):
-            with pytest.raises(ConfigError, match=message):
+            with pytest.raises(error, match=message):
                 await resources.create("video", tenant="acme", owner="u", sources=wrong)
         both = await resources.create(
             "video", tenant="acme", owner="u", sources=["tenant-b", "acme", "acme"]

@@ -27,7 +27,7 @@ from typing import Any
 
 from hookinbox.config import Config
 from hookinbox.config.resources import ResourceBinding
-from hookinbox.errors import ConfigError, NotFound
+from hookinbox.errors import InvalidArgument, NotFound, UnknownSource
 from hookinbox.ids import new_delivery_id
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
@@ -76,7 +76,7 @@ class Resources:
         try:
             return self.machines[kind]
         except KeyError:
-            raise ConfigError(f"no state machine named {kind!r}") from None
+            raise InvalidArgument(f"no state machine named {kind!r}") from None
 
     async def create(
         self,
@@ -94,7 +94,7 @@ class Resources:
         machine = self.machine(kind)
         for name, value in (("tenant", tenant), ("owner", owner)):
             if not value:
-                raise ConfigError(f"a resource needs a non-empty {name}")
+                raise InvalidArgument(f"a resource needs a non-empty {name}")
         bound = self._checked_sources(sources)
         view = await self._store.resources.create_resource(
             new_resource_id(),
@@ -118,21 +118,21 @@ class Resources:
         if sources is None:
             return ()
         if isinstance(sources, str):  # a lone name would bind each of its letters
-            raise ConfigError("sources is a list of source names")
+            raise InvalidArgument("sources is a list of source names")
         names = tuple(sorted(set(sources)))
         if not names:
-            raise ConfigError("sources needs at least one source name (or leave it out)")
+            raise InvalidArgument("sources needs at least one source name (or leave it out)")
         for name in names:
             if not _SOURCE_NAME.match(name):
-                raise ConfigError(f"{name!r} is not a source name (letters, digits, _ and -)")
+                raise InvalidArgument(f"{name!r} is not a source name (letters, digits, _ and -)")
             if self._sources is not None and name not in self._sources:
-                raise ConfigError(f"no source named {name!r} in the config")
+                raise UnknownSource(f"no source named {name!r} in the config")
         return names
 
     async def attach_ref(self, resource_id: str, provider_ref: str) -> ResourceView:
         """Attach the provider's reference; parked events for it are applied next."""
         if not provider_ref:
-            raise ConfigError("a provider reference cannot be empty")
+            raise InvalidArgument("a provider reference cannot be empty")
         view = await self._store.resources.attach_provider_ref(resource_id, provider_ref)
         log.info("resource_ref_attached", resource_id=resource_id, kind=view.kind)
         return view
