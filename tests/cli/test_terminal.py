@@ -251,8 +251,9 @@ def test_send_with_data_that_is_not_json_is_one_line_with_a_code_and_exit_2(
     assert line.startswith("hookinbox: invalid_argument: --data is not valid JSON"), line
 
 
-CREATE = ("resources", "create")
-BY_T_O = ("--tenant", "t", "--owner", "o")
+#: ``resources create`` of a video owned by ``o``, and a tenant that is fine.
+CREATE = ("resources", "create", "video", "--owner", "o")
+TENANT_T = ("--tenant", "t")
 
 
 def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
@@ -286,10 +287,17 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         ((rows.config, ("rejected", "list", "--before", "garbage")), "invalid_argument", 2),
         ((rows.config, ("serve", "--host", "256.1.1.1")), "invalid_argument", 2),
         ((bad_host, ("serve",)), "config_error", 2),
-        ((rows.config, (*CREATE, "audio", "--tenant", "t", "--owner", "o")), "invalid_argument", 2),
-        ((rows.config, (*CREATE, "video", "--tenant", "", "--owner", "o")), "invalid_argument", 2),
-        ((rows.config, (*CREATE, "video", *BY_T_O, "--source", "a,b")), "invalid_argument", 2),
-        ((rows.config, (*CREATE, "video", *BY_T_O, "--source", "nobody")), "unknown_source", 4),
+        (
+            (rows.config, ("resources", "create", "audio", "--owner", "o", *TENANT_T)),
+            "invalid_argument",
+            2,
+        ),
+        ((rows.config, (*CREATE, "--tenant", "")), "invalid_argument", 2),
+        ((rows.config, (*CREATE, *TENANT_T, "--source", "a,b")), "invalid_argument", 2),
+        ((rows.config, (*CREATE, *TENANT_T, "--source", "nobody")), "unknown_source", 4),
+        ((rows.config, (*CREATE, "--tenant", "ac\nme")), "invalid_argument", 2),
+        ((rows.config, (*CREATE, "--tenant", "acme\n")), "invalid_argument", 2),
+        ((rows.config, (*CREATE, "--tenant", "x" * 100_000)), "invalid_argument", 2),
     ]
     #: What the line must name, where that is the point of the case.
     names = {

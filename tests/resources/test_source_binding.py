@@ -187,7 +187,9 @@ async def test_a_pinned_tenant_is_the_routes_whatever_the_body_claims(
     assert bad.status_code == 400
 
 
-@pytest.mark.parametrize("tenant", ["", " acme", "acme ", "ac\nme", "tab\there", "x" * 201])
+@pytest.mark.parametrize(
+    "tenant", ["", " acme", "acme ", "ac\nme", "acme\n", "tab\there", "c\x9b1", "x" * 201]
+)
 def test_a_pinned_tenant_is_a_name_or_a_pointer(tenant: str) -> None:
     with pytest.raises(ConfigError, match=r"routes\.0\.resource\.tenant"):
         config_from_mapping(two_tenants("sqlite:///x.db", tenant=tenant))

@@ -47,8 +47,16 @@ from hookinbox.config.schemes import check_pointer
 from hookinbox.errors import ConfigError
 
 _NAME = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
-#: A pinned tenant: printable, no control character, not padded with spaces.
-_TENANT = re.compile(r"^[^\s\x00-\x1f\x7f](?:[^\x00-\x1f\x7f]{0,198}[^\s\x00-\x1f\x7f])?$")
+#: A tenant's name, pinned by a route or given to a resource when it is created: printable
+#: (no C0 or C1 control character, as the API's filters take), not padded with spaces,
+#: at most :data:`MAX_TENANT` characters. Matched whole (``fullmatch``): ``$`` alone
+#: would let a final line break through.
+MAX_TENANT = 200
+_PRINTABLE = r"[^\x00-\x1f\x7f-\x9f]"
+_UNPADDED = r"[^\s\x00-\x1f\x7f-\x9f]"
+TENANT_NAME = re.compile(rf"{_UNPADDED}(?:{_PRINTABLE}{{0,{MAX_TENANT - 2}}}{_UNPADDED})?")
+#: What :data:`TENANT_NAME` asks, in words.
+TENANT_RULE = f"1 to {MAX_TENANT} printable characters, no leading or trailing space"
 
 
 class MachineConfig(Frozen):
@@ -190,10 +198,10 @@ class ResourceBinding(Frozen):
     def _tenant(cls, value: str | None) -> str | None:
         if value is None or value.startswith("/"):
             return check_pointer(value) if value is not None else None
-        if not _TENANT.match(value):
+        if not TENANT_NAME.fullmatch(value):
             raise ValueError(
                 f"{value!r} is neither a JSON pointer (/data/tenant_id) nor a tenant name "
-                "(1 to 200 printable characters, no leading or trailing space)"
+                f"({TENANT_RULE})"
             )
         return value
 

@@ -26,7 +26,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from hookinbox.config import Config
-from hookinbox.config.resources import ResourceBinding
+from hookinbox.config.resources import TENANT_NAME, TENANT_RULE, ResourceBinding
 from hookinbox.errors import InvalidArgument, NotFound, UnknownSource
 from hookinbox.ids import new_delivery_id
 from hookinbox.logs import get_logger
@@ -95,6 +95,11 @@ class Resources:
         for name, value in (("tenant", tenant), ("owner", owner)):
             if not value:
                 raise InvalidArgument(f"a resource needs a non-empty {name}")
+        if not TENANT_NAME.fullmatch(tenant):
+            # A route's pinned tenant is held to the same rule, and the API's and the
+            # CLI's tenant filters take no control character: a tenant outside it could
+            # never be matched by a pinned route or listed by its own name.
+            raise InvalidArgument(f"tenant: {TENANT_RULE}")
         bound = self._checked_sources(sources)
         view = await self._store.resources.create_resource(
             new_resource_id(),
