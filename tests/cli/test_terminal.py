@@ -267,6 +267,10 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
     bad_url.write_text('database = "postgresql://ops:s3cret@[::1/inbox"\n')
     bad_host = tmp_path / "bad_host.toml"
     bad_host.write_text(f'database = "sqlite:///{tmp_path}/x.db"\n[server]\nhost = "256.1.1.1"\n')
+    no_file = tmp_path / "no_file.toml"
+    no_file.write_text('database = "sqlite:///"\n')
+    read_only = tmp_path / "read_only.toml"
+    read_only.write_text(f'database = "sqlite:///{tmp_path}/x.db?mode=ro"\n')
     not_utf8 = "data.x = \udcff"  # the bytes 0xff, as Python hands them over
     cases: list[tuple[Call, str, int]] = [
         ((rows.config, ("deliveries", "list", "--limit", "0")), "invalid_argument", 2),
@@ -298,17 +302,21 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         ((rows.config, (*CREATE, "--tenant", "ac\nme")), "invalid_argument", 2),
         ((rows.config, (*CREATE, "--tenant", "acme\n")), "invalid_argument", 2),
         ((rows.config, (*CREATE, "--tenant", "x" * 100_000)), "invalid_argument", 2),
+        ((no_file, ("config", "check")), "config_error", 2),
+        ((read_only, ("config", "check")), "config_error", 2),
     ]
     #: What the line must name, where that is the point of the case.
-    names = {
-        ("serve", "--host", "256.1.1.1"): "--host: cannot listen on 256.1.1.1:",
-        ("serve",): "server.host: cannot listen on 256.1.1.1:",
+    names: dict[Call, str] = {
+        (rows.config, ("serve", "--host", "256.1.1.1")): "--host: cannot listen on 256.1.1.1:",
+        (bad_host, ("serve",)): "server.host: cannot listen on 256.1.1.1:",
+        (no_file, ("config", "check")): "database: the SQLite URL names no file",
+        (read_only, ("config", "check")): "database: the SQLite URL asks for mode=ro",
     }
     done = hookinbox_all([call for call, _, _ in cases])
     for (call, code, exit_code), ran in zip(cases, done, strict=True):
         assert ran.returncode == exit_code, (call[1][:2], ran.stderr[-300:])
         (line,) = ran.stderr.splitlines()
-        assert line.startswith(f"hookinbox: {code}: {names.get(call[1], '')}"), (call[1][:2], line)
+        assert line.startswith(f"hookinbox: {code}: {names.get(call, '')}"), (call[1][:2], line)
         assert "s3cret" not in ran.stderr + ran.stdout
 
 

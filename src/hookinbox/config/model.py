@@ -514,7 +514,9 @@ class Config(Frozen):
     def _database_url(cls, value: str) -> str:
         if not (value.startswith("sqlite:///") or re.match(r"^postgres(ql)?://", value)):
             raise ValueError("database must be sqlite:///PATH or postgresql://...")
-        if not value.startswith("sqlite:"):
+        if value.startswith("sqlite:"):
+            _check_sqlite_url(value)
+        else:
             try:
                 parts = urllib.parse.urlsplit(value)
                 parts.port  # noqa: B018 - a port that is not a number raises here
@@ -618,6 +620,27 @@ class Config(Frozen):
                 "(a key ring ID:BASE64,... is needed to seal)"
             )
         return keys
+
+
+def _check_sqlite_url(url: str) -> None:
+    """The store's checks of a SQLite URL, made where the config is checked, so a bad one
+    is a config error naming ``database`` (exit 2), not a store error (exit 3) from
+    whatever opens the store first. The store is written to, so a ``mode``
+    (``mode=ro``) is refused by name."""
+    path, _, query = url.removeprefix("sqlite:///").partition("?")
+    if not path:
+        raise ValueError("the SQLite URL names no file (sqlite:///PATH)")
+    for key, value in urllib.parse.parse_qsl(query):
+        if key == "mode":
+            raise ValueError(
+                f"the SQLite URL asks for mode={value}: the store must be writable, "
+                "and busy_timeout_ms is the one parameter the URL takes"
+            )
+        if key != "busy_timeout_ms" or not value.isdigit():
+            raise ValueError(
+                f"the SQLite URL's parameter {key!r} is not busy_timeout_ms=MILLISECONDS, "
+                "the one it takes"
+            )
 
 
 def _refuse_secrets(data: Any, path: str) -> None:
