@@ -18,6 +18,7 @@ import pytest
 
 from tests.support.configs import quickstart_environment
 from tests.support.processes import REPO, HookinboxProcess, free_port, hookinbox_env
+from tests.support.target import RecordingTarget
 
 QUICKSTART = REPO / "examples" / "quickstart.toml"
 DEMO_SECRETS = quickstart_environment()
@@ -129,3 +130,34 @@ def test_send_to_a_server_that_is_not_there_exits_non_zero_naming_the_url(
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("hookinbox: connection_failed: 2 of 2 deliveries could not reach")
     assert f"{url}/webhooks/stripe" in line and "ConnectError" in line
+
+
+def test_send_answered_other_than_2xx_exits_1_naming_the_first_answer(tmp_path: Path) -> None:
+    """A refusal (4xx) or a failure (5xx) is the send not done: exit 1 and one line, as
+    an unreachable server is. A tampered copy is sent to be refused for its signature, so
+    there only a 400 is what was wanted."""
+    config = quickstart_config(tmp_path, f"sqlite:///{tmp_path}/x.db", free_port())
+    refused = (400, {}, b'{"error": "invalid_signature"}')
+    accepted = (200, {}, b'{"status": "accepted", "delivery_id": "dlv_x"}')
+    cases = [
+        ([refused, 503], (), 1, "2 of 2 deliveries were answered other than 2xx (the first: "
+         "400 invalid_signature)"),
+        ([200, 503], (), 1, "1 of 2 deliveries were answered other than 2xx (the first: 503)"),
+        ([accepted], ("--tamper",), 1, "2 of 2 tampered deliveries were answered other than "
+         "400, the signature's refusal (the first: 200 accepted)"),
+        ([accepted, accepted], (), 0, ""),
+        ([refused, refused], ("--tamper",), 0, ""),
+    ]  # fmt: skip
+    for statuses, args, exit_code, says in cases:
+        with RecordingTarget(list(statuses)) as target:
+            url = target.url.removesuffix("/internal/hooks")
+            done = hookinbox(
+                config, "send", "--source", "stripe", "--url", url, "--repeat", "2", *args
+            )
+        assert done.returncode == exit_code, (statuses, args, done.stderr)
+        assert len(done.stdout.splitlines()) == 2, done.stdout  # each answer is shown
+        if says:
+            (line,) = done.stderr.splitlines()
+            assert line == f"hookinbox: unexpected_answer: {says}", line
+        else:
+            assert done.stderr == ""

@@ -3,10 +3,12 @@
 The CLI is the only place where errors become exit codes: every
 :class:`~hookinbox.errors.HookinboxError` ends a command with one line on stderr and its
 ``exit_code`` (2 config or bad argument, 3 store, 4 not found, 5 refused, 6 a port in
-use, 7 a key of the encryption key ring missing or a provider's API failed catch-up). The
-line is ``hookinbox: <code>: <message>``, or, when the command was asked for JSON
-(``--json``, ``--format json``), the object ``{"error": "<code>", "message":
-"<message>"}``: a program reading JSON gets JSON, with the code the HTTP API would answer.
+use, 7 a key of the encryption key ring missing or a provider's API failed catch-up). Exit
+1 is a command's own finding, not an error of hookinbox's: ``reconcile`` found something,
+``send``'s deliveries got no answer or one other than the one wanted. The line is
+``hookinbox: <code>: <message>``, or, when the command was asked for JSON (``--json``,
+``--format json``), the object ``{"error": "<code>", "message": "<message>"}``: a
+program reading JSON gets JSON, with the code the HTTP API would answer.
 """
 
 from __future__ import annotations

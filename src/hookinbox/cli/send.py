@@ -50,7 +50,9 @@ def send(
     scheme: str | None,
     as_json: bool,
 ) -> None:
-    """Sign and send test deliveries to a running server; print each answer."""
+    """Sign and send test deliveries to a running server; print each answer. Exit 1
+    when one gets no answer or one other than 2xx (with --tamper: other than 400, the
+    signature's refusal)."""
     from hookinbox.cli.sending import SendOptions, send_deliveries
 
     try:
@@ -104,5 +106,27 @@ def send(
             f"{len(unreached)} of {len(answers)} deliveries could not reach "
             f"{first['url']} ({first['error'].removeprefix('connection failed: ')}); "
             "is `hookinbox serve` running there (--url, or server.host/port in the config)?",
+            1,
+        )
+    # A tampered copy is sent to be refused for its signature; any other to be taken.
+    unexpected = [
+        a
+        for a in answers
+        if (a["http_status"] != 400 if tamper else not 200 <= a["http_status"] < 300)
+    ]
+    if unexpected:
+        first = unexpected[0]
+        # Whatever the server at --url wrote: one line, bounded.
+        said = " ".join(str(first.get("error") or first.get("status") or "").split())[:80]
+        what = (
+            "tampered deliveries were answered other than 400, the signature's refusal"
+            if tamper
+            else "deliveries were answered other than 2xx"
+        )
+        fail(
+            "unexpected_answer",
+            f"{len(unexpected)} of {len(answers)} {what} "
+            f"(the first: {first['http_status']} {said}".rstrip()
+            + ")",
             1,
         )
