@@ -320,6 +320,51 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         assert "s3cret" not in ran.stderr + ran.stdout
 
 
+#: A command with an option given empty, each option that filters, picks or points.
+EMPTY_VALUES: list[tuple[str, ...]] = [
+    ("send", "--url", ""),
+    ("send", "--url", " "),
+    ("send", "--source", ""),
+    ("serve", "--host", ""),
+    *[("deliveries", "list", flag, "") for flag in ("--id", "--source", "--type", "--since")],
+    *[("deliveries", "list", flag, "") for flag in ("--until", "--where", "--before")],
+    ("deliveries", "show", EVENTS[0][0], "--source", ""),
+    ("dlq", "list", "--source", ""),
+    ("dlq", "list", "--since", ""),
+    *[("dlq", "retry", "--all", "--dry-run", flag, "") for flag in ("--source", "--action")],
+    *[("dlq", "retry", "--all", "--dry-run", flag, "") for flag in ("--reason", "--since")],
+    ("dlq", "retry", "--all", "--dry-run", "--until", ""),
+    ("rejected", "list", "--source", ""),
+    ("rejected", "list", "--before", ""),
+    ("rejected", "retry", "--all", "--limit", "1", "--source", ""),
+    ("catch-up", "--source", ""),
+    ("catch-up", "--since", ""),
+    ("replay", EVENTS[0][0], "--source", ""),
+    ("replay", EVENTS[0][0], "--action", ""),
+    ("replay", "--outbox", ""),
+    ("trace", EVENTS[0][0], "--source", ""),
+    ("reviews", "list", "--tenant", ""),
+    ("reviews", "list", "--source", ""),
+    *[("resources", "list", flag, "") for flag in ("--kind", "--tenant", "--state", "--before")],
+    (*CREATE, *TENANT_T, "--ref", ""),
+    (*CREATE, *TENANT_T, "--source", ""),
+    ("outbox", "list", "--kind", ""),
+]
+
+
+def test_an_empty_value_is_refused_not_read_as_the_option_left_out(rows: Rows) -> None:
+    """``--source ''`` (an unset shell variable) would otherwise list every source's
+    rows, send to the config's server, replay every action."""
+    done = hookinbox_all([(rows.config, args) for args in EMPTY_VALUES])
+    for args, ran in zip(EMPTY_VALUES, done, strict=True):
+        assert (ran.returncode, ran.stdout) == (2, ""), (args, ran.stdout, ran.stderr)
+        (line,) = ran.stderr.splitlines()
+        flag = args[-2]
+        assert line.startswith(
+            f"hookinbox: invalid_argument: Invalid value for '{flag}': empty: "
+        ), (args, line)
+
+
 def commands(
     command: click.Command, parent: click.Context | None, name: str
 ) -> Iterator[click.Context]:

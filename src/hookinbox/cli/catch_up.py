@@ -14,6 +14,7 @@ import click
 
 from hookinbox.catch_up import CatchUpReport, run_catch_up
 from hookinbox.cli.common import (
+    NON_EMPTY,
     config_option,
     json_option,
     opened_store,
@@ -38,10 +39,12 @@ def _line(report: CatchUpReport) -> str:
 
 @click.command("catch-up")
 @config_option
-@click.option("--source", default=None, help="Only this source (default: every one with catch_up).")
+@click.option(
+    "--source", type=NON_EMPTY, help="Only this source (default: every one with catch_up)."
+)
 @click.option(
     "--since",
-    default=None,
+    type=NON_EMPTY,
     help="Look from then (24h, an ISO time) within the window, leaving the cursor alone.",
 )
 @click.option("--dry-run", is_flag=True, help="List and compare only: reserve and request nothing.")

@@ -46,6 +46,21 @@ json_option = click.option(
 )
 
 
+class NonEmpty(click.types.StringParamType):
+    """Text that says something. An empty or blank value (``--source ''``, often a shell
+    variable that was never set) would read as the option left out: a filter widened to
+    everything, a send to the config's server. It is a usage error instead."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = super().convert(value, param, ctx)
+        if not text.strip():
+            self.fail("empty: give a value or leave the option out", param, ctx)
+        return text
+
+
+NON_EMPTY = NonEmpty()
+
+
 def bulk_needs_limit(command: str) -> str:
     return f"{command} needs --limit N: a bulk command is always bounded"
 

@@ -9,6 +9,7 @@ import click
 from hookinbox import ops
 from hookinbox.cli.attempts import attempt_line
 from hookinbox.cli.common import (
+    NON_EMPTY,
     config_option,
     json_option,
     opened_store,
@@ -61,20 +62,20 @@ def deliveries() -> None:
 
 @deliveries.command("list")
 @config_option
-@click.option("--id", "ref", default=None, help="A delivery id, event id or job id.")
+@click.option("--id", "ref", type=NON_EMPTY, help="A delivery id, event id or job id.")
 @click.option("--status", type=click.Choice(JOB_STATES), default=None)
-@click.option("--source", default=None)
-@click.option("--type", "event_type", default=None, help="A prefix or glob: order, order.*")
-@click.option("--since", default=None, help="Received since: 24h, an ISO time or unix seconds.")
-@click.option("--until", default=None, help="Received before: 24h, an ISO time or unix seconds.")
+@click.option("--source", type=NON_EMPTY)
+@click.option("--type", "event_type", type=NON_EMPTY, help="A prefix or glob: order, order.*")
+@click.option("--since", type=NON_EMPTY, help="Received since: 24h, an ISO time or unix seconds.")
+@click.option("--until", type=NON_EMPTY, help="Received before: 24h, an ISO time or unix seconds.")
 @click.option(
     "--where",
     "payload",
-    default=None,
+    type=NON_EMPTY,
     help="A payload field: 'data.object.customer = cus_123' (retained payloads, <= 7 days).",
 )
 @click.option("--limit", type=click.IntRange(1, MAX_PAGE), default=50, show_default=True)
-@click.option("--before", default=None, help="Page: deliveries older than this delivery id.")
+@click.option("--before", type=NON_EMPTY, help="Page: deliveries older than this delivery id.")
 @reports_errors
 @output_options
 def deliveries_list(
@@ -141,7 +142,7 @@ def deliveries_list(
 @deliveries.command("show")
 @config_option
 @click.argument("ref")
-@click.option("--source", default=None, help="When the event id exists in several sources.")
+@click.option("--source", type=NON_EMPTY, help="When the event id exists in several sources.")
 @json_option
 @reports_errors
 def deliveries_show(config_path: str | None, ref: str, source: str | None, as_json: bool) -> None:

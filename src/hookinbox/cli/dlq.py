@@ -6,6 +6,7 @@ import click
 
 from hookinbox import ops
 from hookinbox.cli.common import (
+    NON_EMPTY,
     bulk_needs_limit,
     config_option,
     json_option,
@@ -37,8 +38,8 @@ def dlq() -> None:
 
 @dlq.command("list")
 @config_option
-@click.option("--source", default=None, help="Only this source.")
-@click.option("--since", default=None, help="Failed since: a duration (24h) or ISO time.")
+@click.option("--source", type=NON_EMPTY, help="Only this source.")
+@click.option("--since", type=NON_EMPTY, help="Failed since: a duration (24h) or ISO time.")
 @click.option("--limit", type=click.IntRange(1, 10000), default=50, show_default=True)
 @reports_errors
 @output_options
@@ -82,11 +83,11 @@ def dlq_list(
     default=None,
     help=f"Most dead letters to retry with --all (a --dry-run previews {ops.BULK_PREVIEW}).",
 )
-@click.option("--source", default=None, help="With --all: only this source.")
-@click.option("--action", default=None, help="With --all: only this action.")
-@click.option("--reason", default=None, help="With --all: only this last error (http_503...).")
-@click.option("--since", default=None, help="With --all: failed since (24h, ISO, unix).")
-@click.option("--until", default=None, help="With --all: failed before (24h, ISO, unix).")
+@click.option("--source", type=NON_EMPTY, help="With --all: only this source.")
+@click.option("--action", type=NON_EMPTY, help="With --all: only this action.")
+@click.option("--reason", type=NON_EMPTY, help="With --all: only this last error (http_503...).")
+@click.option("--since", type=NON_EMPTY, help="With --all: failed since (24h, ISO, unix).")
+@click.option("--until", type=NON_EMPTY, help="With --all: failed before (24h, ISO, unix).")
 @click.option(
     "--expect",
     type=click.IntRange(0, 1_000_000),

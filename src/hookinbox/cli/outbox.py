@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from hookinbox.cli.common import (
+    NON_EMPTY,
     config_option,
     json_option,
     opened_store,
@@ -54,7 +55,7 @@ def outbox() -> None:
 @outbox.command("list")
 @config_option
 @click.option("--state", type=click.Choice(OUTBOX_STATES), default=None)
-@click.option("--kind", default=None)
+@click.option("--kind", type=NON_EMPTY)
 @click.option("--limit", type=click.IntRange(1, 10000), default=50, show_default=True)
 @reports_errors
 @output_options

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from hookinbox.cli.common import (
+    NON_EMPTY,
     bulk_needs_limit,
     config_option,
     json_option,
@@ -41,9 +42,9 @@ def rejected() -> None:
 
 @rejected.command("list")
 @config_option
-@click.option("--source", default=None, help="Only this source.")
+@click.option("--source", type=NON_EMPTY, help="Only this source.")
 @click.option("--all", "everything", is_flag=True, help="Include those a retry accepted.")
-@click.option("--before", default=None, help="Page on: the last id of the previous page.")
+@click.option("--before", type=NON_EMPTY, help="Page on: the last id of the previous page.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 @reports_errors
 @output_options
@@ -85,7 +86,7 @@ def rejected_list(
 @rejected.command("retry")
 @config_option
 @click.argument("ids", nargs=-1)
-@click.option("--source", default=None, help="With --all: only this source.")
+@click.option("--source", type=NON_EMPTY, help="With --all: only this source.")
 @click.option(
     "--all", "everything", is_flag=True, help="Every one not yet accepted (needs --limit)."
 )

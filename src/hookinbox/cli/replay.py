@@ -8,6 +8,7 @@ import click
 
 from hookinbox import ops
 from hookinbox.cli.common import (
+    NON_EMPTY,
     config_option,
     duration_flag,
     json_option,
@@ -26,11 +27,11 @@ from hookinbox.errors import InvalidArgument, OperationRefused
 @click.option(
     "--outbox",
     "outbox_key",
-    default=None,
+    type=NON_EMPTY,
     help="Instead: send one notification again from its outbox row (the resource is untouched).",
 )
-@click.option("--action", default=None, help="Only the job of this action.")
-@click.option("--source", default=None, help="When the event id exists in several sources.")
+@click.option("--action", type=NON_EMPTY, help="Only the job of this action.")
+@click.option("--source", type=NON_EMPTY, help="When the event id exists in several sources.")
 @click.option("--dry-run", is_flag=True, help="Show the state and what would run.")
 @click.option(
     "--force-effects",

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from hookinbox.cli.common import (
+    NON_EMPTY,
     config_option,
     json_option,
     opened_store,
@@ -89,10 +90,11 @@ def resources() -> None:
 @click.argument("kind")
 @click.option("--tenant", required=True)
 @click.option("--owner", required=True)
-@click.option("--ref", "provider_ref", default=None, help="The provider's reference, if known.")
+@click.option("--ref", "provider_ref", type=NON_EMPTY, help="The provider's reference, if known.")
 @click.option(
     "--source",
     "sources",
+    type=NON_EMPTY,
     multiple=True,
     help="A source whose events may move it (repeat for several); without, the first "
     "event applied binds it to its source.",
@@ -159,11 +161,11 @@ def resources_show(config_path: str | None, resource_id: str, as_json: bool) -> 
 
 @resources.command("list")
 @config_option
-@click.option("--kind", default=None)
-@click.option("--tenant", default=None)
-@click.option("--state", default=None)
+@click.option("--kind", type=NON_EMPTY)
+@click.option("--tenant", type=NON_EMPTY)
+@click.option("--state", type=NON_EMPTY)
 @click.option("--limit", type=click.IntRange(1, 10000), default=50, show_default=True)
-@click.option("--before", default=None, help="Page: resources older than this id.")
+@click.option("--before", type=NON_EMPTY, help="Page: resources older than this id.")
 @reports_errors
 @output_options
 def resources_list(

@@ -13,6 +13,7 @@ import click
 
 from hookinbox import ops
 from hookinbox.cli.common import (
+    NON_EMPTY,
     config_option,
     json_option,
     opened_store,
@@ -74,8 +75,8 @@ def _row(review: TransitionReview, report: ops.ReviewList, now: datetime) -> tup
 @reviews.command("list")
 @config_option
 @click.option("--all", "include_resolved", is_flag=True, help="Resolved ones too.")
-@click.option("--tenant", default=None, help="Only the lines filed under this tenant.")
-@click.option("--source", default=None, help="Only the lines this source's events wrote.")
+@click.option("--tenant", type=NON_EMPTY, help="Only the lines filed under this tenant.")
+@click.option("--source", type=NON_EMPTY, help="Only the lines this source's events wrote.")
 @click.option(
     "--before",
     type=click.IntRange(1, ROW_ID_MAX),

@@ -8,6 +8,7 @@ import re
 import click
 
 from hookinbox.cli.common import (
+    NON_EMPTY,
     config_option,
     fail,
     reports_errors,
@@ -26,10 +27,10 @@ def _not_json(constant: str) -> object:
 
 @click.command()
 @config_option
-@click.option("--url", default=None, help="Server base URL [from config server.host/port].")
-@click.option("--source", default=None, help="Source name [the only source, if one].")
+@click.option("--url", type=NON_EMPTY, help="Server base URL [from config server.host/port].")
+@click.option("--source", type=NON_EMPTY, help="Source name [the only source, if one].")
 @click.option("--type", "event_type", default="test.event", show_default=True)
-@click.option("--id", "event_id", default=None, help="Event id [a new one].")
+@click.option("--id", "event_id", type=NON_EMPTY, help="Event id [a new one].")
 @click.option("--data", default="{}", help="JSON object for the event's data.")
 @click.option("--repeat", default=1, type=click.IntRange(1, 10000), show_default=True)
 @click.option("--concurrent", is_flag=True, help="Send the repeats at the same time.")

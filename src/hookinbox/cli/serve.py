@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import click
 
 from hookinbox.cli.common import (
+    NON_EMPTY,
     config_option,
     opened_store,
     reports_errors,
@@ -30,7 +31,7 @@ log = get_logger("hookinbox.cli.serve")
 
 @click.command()
 @config_option
-@click.option("--host", default=None, help="Bind address [config server.host].")
+@click.option("--host", type=NON_EMPTY, help="Bind address [config server.host].")
 @click.option(
     "--port", type=click.IntRange(1, 65535), default=None, help="Port [config server.port]."
 )

@@ -8,6 +8,7 @@ from hookinbox import ops
 from hookinbox.app import standard_operator_views
 from hookinbox.cli.attempts import attempt_line
 from hookinbox.cli.common import (
+    NON_EMPTY,
     config_option,
     json_option,
     opened_store,
@@ -21,7 +22,7 @@ from hookinbox.cli.output import pairs_text, print_json, wrapped_line
 @click.command()
 @config_option
 @click.argument("event_id")
-@click.option("--source", default=None, help="When the event id exists in several sources.")
+@click.option("--source", type=NON_EMPTY, help="When the event id exists in several sources.")
 @json_option
 @reports_errors
 def trace(config_path: str | None, event_id: str, source: str | None, as_json: bool) -> None:
