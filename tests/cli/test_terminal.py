@@ -251,6 +251,8 @@ def test_send_with_data_that_is_not_json_is_one_line_with_a_code_and_exit_2(
     assert line.startswith("hookinbox: invalid_argument: --data is not valid JSON"), line
 
 
+#: A delivery id no store holds.
+NO_DELIVERY = "dlv_" + "0" * 32
 #: ``resources create`` of a video owned by ``o``, and a tenant that is fine.
 CREATE = ("resources", "create", "video", "--owner", "o")
 TENANT_T = ("--tenant", "t")
@@ -304,6 +306,8 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         ((rows.config, (*CREATE, "--tenant", "x" * 100_000)), "invalid_argument", 2),
         ((no_file, ("config", "check")), "config_error", 2),
         ((read_only, ("config", "check")), "config_error", 2),
+        ((rows.config, ("replay", NO_DELIVERY, "--wait", "30d")), "invalid_argument", 2),
+        ((rows.config, ("replay", NO_DELIVERY, "--wait", "9" * 400)), "invalid_argument", 2),
     ]
     #: What the line must name, where that is the point of the case.
     names: dict[Call, str] = {
@@ -311,6 +315,8 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         (bad_host, ("serve",)): "server.host: cannot listen on 256.1.1.1:",
         (no_file, ("config", "check")): "database: the SQLite URL names no file",
         (read_only, ("config", "check")): "database: the SQLite URL asks for mode=ro",
+        (rows.config, ("replay", NO_DELIVERY, "--wait", "30d")): "Invalid value for '--wait': "
+        "longer than 1h",
     }
     done = hookinbox_all([call for call, _, _ in cases])
     for (call, code, exit_code), ran in zip(cases, done, strict=True):

@@ -61,6 +61,31 @@ class NonEmpty(click.types.StringParamType):
 NON_EMPTY = NonEmpty()
 
 
+class Duration(click.types.FloatParamType):
+    """Seconds, written as the config writes a duration (``90s``, ``15m``), from 0 to
+    ``most`` (a duration too): bounded as an IntRange is, so a slip (``30d`` for ``30s``)
+    is refused instead of waited out."""
+
+    name = "duration"
+
+    def __init__(self, most: str) -> None:
+        self.most_text = most
+        self.most = parse_duration(most)
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            seconds = parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        if seconds > self.most:
+            self.fail(f"longer than {self.most_text}, the most it takes", param, ctx)
+        return seconds
+
+
 def bulk_needs_limit(command: str) -> str:
     return f"{command} needs --limit N: a bulk command is always bounded"
 

@@ -9,8 +9,8 @@ import click
 from hookinbox import ops
 from hookinbox.cli.common import (
     NON_EMPTY,
+    Duration,
     config_option,
-    duration_flag,
     json_option,
     opened_store,
     quiet_config,
@@ -19,6 +19,10 @@ from hookinbox.cli.common import (
 )
 from hookinbox.cli.output import print_json
 from hookinbox.errors import InvalidArgument, OperationRefused
+
+#: The longest ``--wait``: a job that runs longer is followed with ``hookinbox trace``,
+#: not by holding a terminal (an unbounded one could wait for ever).
+MAX_WAIT = "1h"
 
 
 @click.command()
@@ -42,9 +46,10 @@ from hookinbox.errors import InvalidArgument, OperationRefused
 @click.option(
     "--wait",
     "wait_seconds",
+    type=Duration(MAX_WAIT),
     default="30s",
     show_default=True,
-    help="How long to wait for a worker to run the jobs (0: do not wait).",
+    help=f"How long to wait for a worker to run the jobs, at most {MAX_WAIT} (0: do not wait).",
 )
 @json_option
 @reports_errors
@@ -57,7 +62,7 @@ def replay(
     dry_run: bool,
     force_effects: bool,
     yes: bool,
-    wait_seconds: str,
+    wait_seconds: float,
     as_json: bool,
 ) -> None:
     """Run a delivery's jobs again through the workers (the effects ledger still applies)."""
@@ -70,7 +75,6 @@ def replay(
         return
     assert delivery_id is not None
     config = quiet_config(config_path)
-    wait = duration_flag("--wait", wait_seconds) or 0.0
     if force_effects and not dry_run and not yes:
         if not sys.stdin.isatty():
             raise OperationRefused("--force-effects makes external effects again: add --yes")
@@ -92,7 +96,7 @@ def replay(
                 action=action,
                 dry_run=dry_run,
                 force_effects=force_effects,
-                wait_seconds=wait,
+                wait_seconds=wait_seconds,
                 source=source,
             )
 
