@@ -4,6 +4,7 @@ throttled. Store-agnostic, so once, on SQLite."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import quote
 
 import httpx
@@ -12,6 +13,7 @@ import pytest
 from hookinbox.admin.auth import COOKIE, Sessions
 from tests.admin.support import TOKEN, admin_config, login
 from tests.support.inbox import running_inbox
+from tests.support.processes import HookinboxProcess, free_port, hookinbox_env
 from tests.support.signing import delivery
 from tests.support.waiting import wait_for
 
@@ -68,6 +70,45 @@ async def test_a_control_character_in_an_id_or_filter_is_a_400_page(
         await login(client, inbox.base_url)
         answer = await client.get(inbox.base_url + path)
     assert answer.status_code == 400
+
+
+async def test_a_dead_letter_page_cursor_that_is_not_a_job_id_is_a_400_page(
+    tmp_path: Path,
+) -> None:
+    """The dead letters' page cursor is held to the form the page hands out (a job id), as
+    the deliveries' and the rejected deliveries' are: anything else is invalid_argument,
+    never read as a cursor (a whole first page). Served by the real ``hookinbox serve``."""
+    port = free_port()
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'database = "sqlite:///{tmp_path}/h.db"\n[server]\nhost = "127.0.0.1"\nport = {port}\n'
+    )
+    server = HookinboxProcess(
+        ["serve", "--config", str(config), "--no-workers"],
+        hookinbox_env({"HOOKINBOX_ADMIN_TOKEN": TOKEN}),
+        tmp_path / "serve.log",
+    ).start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        server.wait_healthy(base, timeout=30)
+        async with httpx.AsyncClient(timeout=10) as client:
+            await login(client, base)
+            pages = {
+                cursor: await client.get(f"{base}/admin/dead-letters?before={quote(cursor)}")
+                for cursor in (
+                    "garbage",
+                    "dlv_x:crm",
+                    "dlv_" + "0" * 32,
+                    "dlv_" + "0" * 32 + ":crm",
+                )
+            }
+    finally:
+        server.stop()
+    for cursor in ("garbage", "dlv_x:crm", "dlv_" + "0" * 32):
+        answer = pages[cursor]
+        assert answer.status_code == 400, (cursor, answer.text[:300])
+        assert "invalid_argument" in answer.text and "page cursor" in answer.text, cursor
+    assert pages["dlv_" + "0" * 32 + ":crm"].status_code == 200
 
 
 async def test_retry_selected_with_a_limit_of_superscript_two_is_a_400(sqlite_url: str) -> None:

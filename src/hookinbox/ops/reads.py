@@ -18,6 +18,7 @@ from hookinbox.config import Config
 from hookinbox.errors import NotFound
 from hookinbox.logs import get_logger
 from hookinbox.metrics import UNTALLIED, ReceiptTally
+from hookinbox.ops.search import JOB_CURSOR, page_cursor
 from hookinbox.store import DeadLetter, DeadLetterCriteria, DeliveryView, Store, StoreGaugeReadings
 
 log = get_logger("hookinbox.ops")
@@ -40,7 +41,9 @@ async def dead_letter_page(
 ) -> DeadLetterPage:
     """Failed jobs, newest first, with the count of every (source, action, reason)."""
     dead = await store.queue.list_dead_letters(
-        DeadLetterCriteria(source=source, reason=reason), before=before, limit=limit
+        DeadLetterCriteria(source=source, reason=reason),
+        before=page_cursor(before, JOB_CURSOR, "a job id (dlv_...:action)"),
+        limit=limit,
     )
     return DeadLetterPage(dead, await store.reads.dead_letter_reasons())
 
