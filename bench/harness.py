@@ -37,6 +37,9 @@ HOOKINBOX = PY.parent / "hookinbox"
 HOST = "127.0.0.1"
 PATH = "/webhooks/bench"
 PG_BASE = os.environ.get("BENCH_PG", "postgresql://postgres@127.0.0.1:5432")
+#: ``[server]`` settings of every hookinbox target's config (``run.py --server-setting``),
+#: as TOML values: for an A/B of one of them.
+SERVER_SETTINGS: dict[str, str] = {}
 HEALTH_TIMEOUT_S = 30.0
 #: Every database this bench run creates is named bench_<RUN_TAG>_<role>, so two bench
 #: runs (or a bench and a test suite) on one server never touch each other's data.
@@ -750,7 +753,13 @@ def hookinbox_config(
     config = tmp / f"{name}.toml"
     text = HOOKINBOX_CONFIG.format(database=store.url, concurrency=concurrency)
     # The route's key first (the config ends in the route's table), then a table of its own.
-    config.write_text(text + (ORDERED_ROUTE if ordered else "") + (SEALED_CONFIG if sealed else ""))
+    server = "".join(f"{name} = {value}\n" for name, value in SERVER_SETTINGS.items())
+    config.write_text(
+        text
+        + (ORDERED_ROUTE if ordered else "")
+        + (SEALED_CONFIG if sealed else "")
+        + (f"\n[server]\n{server}" if server else "")
+    )
     if any(ln.strip().startswith("migrate") for ln in help_text.splitlines()):
         run_checked(
             [str(HOOKINBOX), "migrate", "--config", str(config)], env, "`hookinbox migrate`"

@@ -166,6 +166,14 @@ def parse_args() -> argparse.Namespace:
         help="with --pg-cluster sized: one more server setting, over the sized ones "
         "(wal_compression=lz4, say); repeatable",
     )
+    ap.add_argument(
+        "--server-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="one [server] setting of every hookinbox target (batch_overlap_ms=0, say), "
+        "a TOML value; repeatable",
+    )
     ap.add_argument("--json", type=Path, help="also write the raw per-run results here")
     args = ap.parse_args()
     for name, (full, quick) in DEFAULTS.items():
@@ -186,6 +194,11 @@ def parse_args() -> argparse.Namespace:
         name, sep, value = setting.partition("=")
         if not sep or not name.strip() or not value.strip():
             ap.error(f"--pg-setting takes NAME=VALUE, not {setting!r}")
+    for setting in args.server_setting:
+        name, sep, value = setting.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            ap.error(f"--server-setting takes NAME=VALUE, not {setting!r}")
+        harness.SERVER_SETTINGS[name.strip()] = value.strip()
     args.modes = pick(args.modes, MODES + EXTRA_MODES, "modes")
     args.targets = pick(args.targets, receive.ALL_TARGETS, "targets")
     args.stores = pick(args.stores, STORES, "stores")
@@ -206,6 +219,9 @@ def header(args: argparse.Namespace, busy: float | None) -> None:
         f"{args.hookinbox_log_level}; pgqueuer on_conflict={args.pgqueuer_on_conflict}; "
         f"bodies {f'~{args.body_bytes:,} bytes' if args.body_bytes else '~300 bytes'}"
     )
+    if harness.SERVER_SETTINGS:
+        shown = ", ".join(f"{k} = {v}" for k, v in harness.SERVER_SETTINGS.items())
+        print(f"hookinbox [server]: {shown}")
     if args.pg_cluster == "sized":
         shown = ", ".join(f"{k} {v}" for k, v in args.pg_settings.items())
         print(f"PostgreSQL: a cluster of the bench's own, sized ({shown})")
