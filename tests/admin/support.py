@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from tests.support.inbox import make_config
+from tests.support.processes import HookinboxProcess, free_port, hookinbox_env
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -36,3 +39,25 @@ async def login(client: httpx.AsyncClient, base_url: str) -> None:
         f"{base_url}/admin/login", data={"token": TOKEN, "name": "tester"}, follow_redirects=False
     )
     assert answer.status_code == 303, answer.text[:500]
+
+
+@contextlib.contextmanager
+def serving(tmp_path: Path, server: str = "") -> Iterator[tuple[int, HookinboxProcess]]:
+    """A real ``hookinbox serve`` (SQLite, no workers, the admin token set) on a free port
+    of 127.0.0.1, healthy; ``server``: more ``[server]`` lines."""
+    port = free_port()
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'database = "sqlite:///{tmp_path}/h.db"\n'
+        f'[server]\nhost = "127.0.0.1"\nport = {port}\n{server}'
+    )
+    process = HookinboxProcess(
+        ["serve", "--config", str(config), "--no-workers"],
+        hookinbox_env({"HOOKINBOX_ADMIN_TOKEN": TOKEN}),
+        tmp_path / "serve.log",
+    ).start()
+    try:
+        process.wait_healthy(f"http://127.0.0.1:{port}", timeout=30)
+        yield port, process
+    finally:
+        process.stop()

@@ -11,9 +11,8 @@ import httpx
 import pytest
 
 from hookinbox.admin.auth import COOKIE, Sessions
-from tests.admin.support import TOKEN, admin_config, login
+from tests.admin.support import TOKEN, admin_config, login, serving
 from tests.support.inbox import running_inbox
-from tests.support.processes import HookinboxProcess, free_port, hookinbox_env
 from tests.support.signing import delivery
 from tests.support.waiting import wait_for
 
@@ -78,19 +77,8 @@ async def test_a_dead_letter_page_cursor_that_is_not_a_job_id_is_a_400_page(
     """The dead letters' page cursor is held to the form the page hands out (a job id), as
     the deliveries' and the rejected deliveries' are: anything else is invalid_argument,
     never read as a cursor (a whole first page). Served by the real ``hookinbox serve``."""
-    port = free_port()
-    config = tmp_path / "c.toml"
-    config.write_text(
-        f'database = "sqlite:///{tmp_path}/h.db"\n[server]\nhost = "127.0.0.1"\nport = {port}\n'
-    )
-    server = HookinboxProcess(
-        ["serve", "--config", str(config), "--no-workers"],
-        hookinbox_env({"HOOKINBOX_ADMIN_TOKEN": TOKEN}),
-        tmp_path / "serve.log",
-    ).start()
-    base = f"http://127.0.0.1:{port}"
-    try:
-        server.wait_healthy(base, timeout=30)
+    with serving(tmp_path) as (port, _):
+        base = f"http://127.0.0.1:{port}"
         async with httpx.AsyncClient(timeout=10) as client:
             await login(client, base)
             pages = {
@@ -102,8 +90,6 @@ async def test_a_dead_letter_page_cursor_that_is_not_a_job_id_is_a_400_page(
                     "dlv_" + "0" * 32 + ":crm",
                 )
             }
-    finally:
-        server.stop()
     for cursor in ("garbage", "dlv_x:crm", "dlv_" + "0" * 32):
         answer = pages[cursor]
         assert answer.status_code == 400, (cursor, answer.text[:300])

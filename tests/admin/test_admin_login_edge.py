@@ -10,40 +10,19 @@ import asyncio
 import contextlib
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlencode
 
 import httpx
 import pytest
 
-from tests.admin.support import TOKEN
+from tests.admin.support import TOKEN, serving
 from tests.server.support import status_of
-from tests.support.processes import REPO, HookinboxProcess, free_port, hookinbox_env
+from tests.support.processes import REPO, free_port, hookinbox_env
 
 HOST = "127.0.0.1"
 LOGIN = "/admin/login"
 FORM = "application/x-www-form-urlencoded"
-
-
-@contextlib.contextmanager
-def serving(tmp_path: Path, server: str = "") -> Iterator[tuple[int, HookinboxProcess]]:
-    port = free_port()
-    config = tmp_path / "c.toml"
-    config.write_text(
-        f'database = "sqlite:///{tmp_path}/h.db"\n'
-        f'[server]\nhost = "127.0.0.1"\nport = {port}\n{server}'
-    )
-    process = HookinboxProcess(
-        ["serve", "--config", str(config), "--no-workers"],
-        hookinbox_env({"HOOKINBOX_ADMIN_TOKEN": TOKEN}),
-        tmp_path / "serve.log",
-    ).start()
-    try:
-        process.wait_healthy(f"http://{HOST}:{port}", timeout=30)
-        yield port, process
-    finally:
-        process.stop()
 
 
 def head(length: int | None, content_type: str = FORM, extra: str = "") -> bytes:
