@@ -274,6 +274,12 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
     read_only = tmp_path / "read_only.toml"
     read_only.write_text(f'database = "sqlite:///{tmp_path}/x.db?mode=ro"\n')
     not_utf8 = "data.x = \udcff"  # the bytes 0xff, as Python hands them over
+    nested_id = tmp_path / "nested_id.toml"
+    nested_id.write_text(
+        f'database = "sqlite:///{tmp_path}/x.db"\n[sources.signed]\nscheme = "hmac"\n'
+        f'secret_env = "{SECRET_ENV}"\n[sources.signed.hmac]\nheader = "x-sig"\n'
+        'id_pointer = "/event/id"\n'
+    )
     cases: list[tuple[Call, str, int]] = [
         ((rows.config, ("deliveries", "list", "--limit", "0")), "invalid_argument", 2),
         ((rows.config, ("bogus",)), "invalid_argument", 2),
@@ -308,6 +314,8 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         ((read_only, ("config", "check")), "config_error", 2),
         ((rows.config, ("replay", NO_DELIVERY, "--wait", "30d")), "invalid_argument", 2),
         ((rows.config, ("replay", NO_DELIVERY, "--wait", "9" * 400)), "invalid_argument", 2),
+        ((rows.config, ("send",)), "invalid_argument", 2),
+        ((nested_id, ("send", "--data", '{"event": 1}')), "invalid_argument", 2),
     ]
     #: What the line must name, where that is the point of the case.
     names: dict[Call, str] = {
@@ -317,6 +325,9 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         (read_only, ("config", "check")): "database: the SQLite URL asks for mode=ro",
         (rows.config, ("replay", NO_DELIVERY, "--wait", "30d")): "Invalid value for '--wait': "
         "longer than 1h",
+        (rows.config, ("send",)): "--source: name one of the sources: ",
+        (nested_id, ("send", "--data", '{"event": 1}')): "--data: /event/id passes through "
+        "a value that is not an object",
     }
     done = hookinbox_all([call for call, _, _ in cases])
     for (call, code, exit_code), ran in zip(cases, done, strict=True):

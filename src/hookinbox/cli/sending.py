@@ -15,7 +15,7 @@ import httpx
 
 from hookinbox.config import Config, Source
 from hookinbox.config.schemes import EventFields, FingerprintPolicy, HmacOptions
-from hookinbox.errors import ConfigError, UnknownSource
+from hookinbox.errors import ConfigError, InvalidArgument, UnknownSource
 from hookinbox.payload import MISSING, resolve_pointer
 from hookinbox.verify.registry import build_signer
 
@@ -124,15 +124,16 @@ def _set_pointer(body: dict[str, Any], pointer: str, value: str) -> None:
     for token in tokens[:-1]:
         child = node.setdefault(token, {})
         if not isinstance(child, dict):
-            raise ConfigError(f"--data: {pointer} passes through a value that is not an object")
+            raise InvalidArgument(f"--data: {pointer} passes through a value that is not an object")
         node = child
     node[tokens[-1]] = value
 
 
 async def send_deliveries(config: Config, options: SendOptions) -> list[dict[str, Any]]:
     if options.source is None:
+        # What the command line left out, not what the config got wrong: a usage error.
         if len(config.sources) != 1:
-            raise ConfigError("--source: name one of the sources: " + ", ".join(config.sources))
+            raise InvalidArgument("--source: name one of the sources: " + ", ".join(config.sources))
         name = next(iter(config.sources))
     else:
         name = options.source
