@@ -337,6 +337,26 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         assert "s3cret" not in ran.stderr + ran.stdout
 
 
+def test_an_owner_is_held_to_the_tenants_rule(rows: Rows) -> None:
+    """An owner is matched against what an event claims and shown in every list and
+    notification, as the tenant is: a line break, a control character or 100,000
+    characters would be stored and shown as they came."""
+    refused = [" ", " user-7", "user-7 ", "user\n7", "user-7\n", "tab\tx", "c\x9b1", "x" * 201]
+    taken = ["x" * 200, "user 7", "ünïcode@example.com"]
+    calls = [(rows.config, (*CREATE, *TENANT_T, "--owner", owner)) for owner in refused + taken]
+    done = hookinbox_all(calls)
+    for owner, ran in zip(refused, done, strict=False):
+        assert (ran.returncode, ran.stdout) == (2, ""), (owner, ran.stderr)
+        (line,) = ran.stderr.splitlines()
+        assert line == (
+            "hookinbox: invalid_argument: owner: "
+            "1 to 200 printable characters, no leading or trailing space"
+        ), (owner, line)
+    for owner, ran in zip(taken, done[len(refused) :], strict=True):
+        assert ran.returncode == 0, (owner, ran.stderr)
+        assert owner in ran.stdout, (owner, ran.stdout)
+
+
 #: A command with an option given empty, each option that filters, picks or points.
 EMPTY_VALUES: list[tuple[str, ...]] = [
     ("send", "--url", ""),

@@ -47,10 +47,11 @@ from hookinbox.config.schemes import check_pointer
 from hookinbox.errors import ConfigError
 
 _NAME = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
-#: A tenant's name, pinned by a route or given to a resource when it is created: printable
-#: (no C0 or C1 control character, as the API's filters take), not padded with spaces,
-#: at most :data:`MAX_TENANT` characters. Matched whole (``fullmatch``): ``$`` alone
-#: would let a final line break through.
+#: A tenant's name, pinned by a route or given to a resource when it is created (and a
+#: resource's owner, held to the same rule): printable (no C0 or C1 control character, as
+#: the API's filters take), not padded with spaces, at most :data:`MAX_TENANT`
+#: characters. Matched whole (``fullmatch``): ``$`` alone would let a final line break
+#: through.
 MAX_TENANT = 200
 _PRINTABLE = r"[^\x00-\x1f\x7f-\x9f]"
 _UNPADDED = r"[^\s\x00-\x1f\x7f-\x9f]"

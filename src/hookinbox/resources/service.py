@@ -95,11 +95,13 @@ class Resources:
         for name, value in (("tenant", tenant), ("owner", owner)):
             if not value:
                 raise InvalidArgument(f"a resource needs a non-empty {name}")
-        if not TENANT_NAME.fullmatch(tenant):
-            # A route's pinned tenant is held to the same rule, and the API's and the
-            # CLI's tenant filters take no control character: a tenant outside it could
-            # never be matched by a pinned route or listed by its own name.
-            raise InvalidArgument(f"tenant: {TENANT_RULE}")
+            if not TENANT_NAME.fullmatch(value):
+                # A route's pinned tenant is held to the same rule, and the API's and the
+                # CLI's tenant filters take no control character: a tenant outside it
+                # could never be matched by a pinned route or listed by its own name. An
+                # owner is a name of the same sort, matched as the tenant is against what
+                # an event claims and shown beside it in every list and notification.
+                raise InvalidArgument(f"{name}: {TENANT_RULE}")
         bound = self._checked_sources(sources)
         view = await self._store.resources.create_resource(
             new_resource_id(),
