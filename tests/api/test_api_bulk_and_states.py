@@ -97,3 +97,59 @@ async def test_a_rejected_retry_of_many_needs_a_limit_and_takes_the_oldest_first
     for wrong in ({"all": True}, {"ids": [oldest_first[0]], "limit": 1}):
         answer = await client.post(url, json=wrong, headers=bearer(OPERATE))
         assert (answer.status_code, answer.json()) == (400, {"error": "invalid_argument"})
+
+
+#: A route with one filter, pick or cursor given empty or blank, as a client sends it
+#: when the variable it fills the parameter from was never set: (method, path, query or
+#: body).
+EMPTY_FILTERS: list[tuple[str, str, dict[str, object]]] = [
+    *[("GET", "/deliveries", {name: ""}) for name in ("ref", "source", "type", "since")],
+    *[("GET", "/deliveries", {name: ""}) for name in ("until", "where", "before")],
+    ("GET", "/deliveries", {"source": " "}),
+    ("GET", "/deliveries/evt_bulk_0", {"source": ""}),
+    ("POST", "/deliveries/evt_bulk_0/replay", {"action": ""}),
+    *[("GET", "/dead-letters", {name: ""}) for name in ("source", "action", "reason")],
+    *[("GET", "/dead-letters", {name: ""}) for name in ("since", "until", "before")],
+    *[
+        ("POST", "/dead-letters/retry", {name: "", "dry_run": False, "limit": 10})
+        for name in ("source", "action", "reason", "since", "until")
+    ],
+    ("POST", "/dead-letters/retry", {"source": "\u00a0", "dry_run": False, "limit": 10}),
+    ("GET", "/reviews", {"tenant": ""}),
+    ("GET", "/reviews", {"source": ""}),
+    ("GET", "/rejected", {"source": ""}),
+    ("GET", "/rejected", {"before": ""}),
+    ("POST", "/rejected/retry", {"all": True, "source": "", "limit": 10}),
+    ("POST", "/rejected/retry", {"ids": [""]}),
+    ("GET", "/outbox", {"kind": ""}),
+    *[("GET", "/resources", {name: ""}) for name in ("kind", "tenant", "state", "before")],
+    ("POST", "/sources/test/catch-up", {"since": ""}),
+]
+
+
+async def test_an_empty_filter_is_a_400_never_read_as_the_filter_left_out(
+    served: tuple[RunningInbox, httpx.AsyncClient],
+) -> None:
+    """``?source=`` would list every source's rows, and ``{"source": ""}`` retry every
+    source's dead letters: the CLI refuses ``--source ''`` for the same reason. (The
+    admin's forms send empty fields for "any": tests/admin/test_admin_inputs.py.)"""
+    inbox, client = served
+    api_url = f"{inbox.base_url}/api/v1"
+    await _dead_letters(inbox.store, 2)
+    for method, path, given in EMPTY_FILTERS:
+        if method == "GET":
+            answer = await client.get(api_url + path, params=given, headers=bearer(READ))
+        else:
+            answer = await client.post(api_url + path, json=given, headers=bearer(OPERATE))
+        assert (answer.status_code, answer.json()) == (400, {"error": "invalid_argument"}), (
+            method,
+            path,
+            given,
+        )
+    assert len(await inbox.store.queue.list_dead_letters(limit=10)) == 2
+    assert await inbox.store.audit.list_operator_actions() == []
+    # Left out, each is no filter at all.
+    listed = {path for method, path, _ in EMPTY_FILTERS if method == "GET"}
+    for path in sorted(listed - {"/deliveries/evt_bulk_0"}):
+        answer = await client.get(api_url + path, headers=bearer(READ))
+        assert answer.status_code == 200, (path, answer.text)

@@ -29,12 +29,19 @@ MAX_PURGE_ROWS = 100_000
 
 #: No control characters: neither a store's text nor an audit line holds one.
 PRINTABLE = r"^[^\u0000-\u001f\u007f-\u009f]*$"
-Term = Annotated[str, Field(max_length=MAX_TERM, pattern=PRINTABLE)]
+#: Printable, and not empty or blank: a filter, pick or cursor given empty (``?source=``,
+#: a client's variable never set) would read as one left out and widen a list, a replay
+#: or a bulk retry to everything. Only the API refuses it: the admin's forms send every
+#: field, empty for "any", and its pages read that as not given
+#: (``ops.search.clean_term``).
+_CHARACTER = r"[^\u0000-\u001f\u007f-\u009f]"
+NON_BLANK = rf"^{_CHARACTER}*[^\s\u0000-\u001f\u007f-\u009f]{_CHARACTER}*$"
+Term = Annotated[str, Field(max_length=MAX_TERM, pattern=NON_BLANK)]
 When = Annotated[
     str,
     Field(
         max_length=40,
-        pattern=PRINTABLE,
+        pattern=NON_BLANK,
         description="A duration before now (24h, 15m, 7d), an ISO time (UTC when bare) "
         "or unix seconds",
     ),
@@ -194,7 +201,7 @@ class ErasureRequest(_Input):
 
 
 class CatchUpRequest(_Input):
-    since: Annotated[str, Field(max_length=40, pattern=PRINTABLE)] | None = Field(
+    since: Annotated[str, Field(max_length=40, pattern=NON_BLANK)] | None = Field(
         None,
         description="Look from then (24h, an ISO time) within the window, leaving the cursor "
         "alone; the cursor's position by default",

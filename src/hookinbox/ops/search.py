@@ -55,9 +55,10 @@ _MAX_DEPTH = 8
 
 
 def clean_term(value: object, what: str, *, max_length: int = MAX_TERM) -> str | None:
-    """A term as typed, spaces around it dropped: None when empty; InvalidArgument when
-    too long or holding a control character (neither a store's text nor an audit line
-    should hold one)."""
+    """A term as typed, spaces around it dropped: None when empty (the admin's forms send
+    every field, empty for "any"; the API refuses an empty one before it gets here);
+    InvalidArgument when too long or holding a control character (neither a store's text
+    nor an audit line should hold one)."""
     if value is None:
         return None
     text = str(value).strip()
