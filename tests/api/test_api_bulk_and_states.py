@@ -99,9 +99,9 @@ async def test_a_rejected_retry_of_many_needs_a_limit_and_takes_the_oldest_first
         assert (answer.status_code, answer.json()) == (400, {"error": "invalid_argument"})
 
 
-#: A route with one filter, pick or cursor given empty or blank, as a client sends it
-#: when the variable it fills the parameter from was never set: (method, path, query or
-#: body).
+#: A route with one filter, pick or cursor (or a pause's reason) given empty or blank, as
+#: a client sends it when the variable it fills the parameter from was never set:
+#: (method, path, query or body).
 EMPTY_FILTERS: list[tuple[str, str, dict[str, object]]] = [
     *[("GET", "/deliveries", {name: ""}) for name in ("ref", "source", "type", "since")],
     *[("GET", "/deliveries", {name: ""}) for name in ("until", "where", "before")],
@@ -124,6 +124,7 @@ EMPTY_FILTERS: list[tuple[str, str, dict[str, object]]] = [
     ("GET", "/outbox", {"kind": ""}),
     *[("GET", "/resources", {name: ""}) for name in ("kind", "tenant", "state", "before")],
     ("POST", "/sources/test/catch-up", {"since": ""}),
+    ("POST", "/sources/test/pause", {"reason": ""}),
 ]
 
 

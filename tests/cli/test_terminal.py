@@ -386,12 +386,14 @@ EMPTY_VALUES: list[tuple[str, ...]] = [
     (*CREATE, *TENANT_T, "--ref", ""),
     (*CREATE, *TENANT_T, "--source", ""),
     ("outbox", "list", "--kind", ""),
+    ("sources", "pause", "stripe", "--reason", ""),
+    ("sources", "pause", "stripe", "--reason", " "),
 ]
 
 
 def test_an_empty_value_is_refused_not_read_as_the_option_left_out(rows: Rows) -> None:
     """``--source ''`` (an unset shell variable) would otherwise list every source's
-    rows, send to the config's server, replay every action."""
+    rows, send to the config's server, replay every action, store an empty reason."""
     done = hookinbox_all([(rows.config, args) for args in EMPTY_VALUES])
     for args, ran in zip(EMPTY_VALUES, done, strict=True):
         assert (ran.returncode, ran.stdout) == (2, ""), (args, ran.stdout, ran.stderr)

@@ -212,7 +212,8 @@ class CatchUpRequest(_Input):
 
 
 class PauseRequest(_Input):
-    reason: Annotated[str, Field(max_length=200, pattern=PRINTABLE)] | None = None
+    #: Left out, a pause has no reason; given empty, it would be stored as one.
+    reason: Annotated[str, Field(max_length=200, pattern=NON_BLANK)] | None = None
 
 
 # -- outputs --------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import click
 
 from hookinbox import ops
 from hookinbox.cli.common import (
+    NON_EMPTY,
     config_option,
     json_option,
     opened_store,
@@ -82,7 +83,7 @@ def _pause_or_resume(config: Config, name: str, *, pause: bool, reason: str | No
 @sources.command("pause")
 @config_option
 @click.argument("name")
-@click.option("--reason", default=None, help="Why (shown in sources list and the audit).")
+@click.option("--reason", type=NON_EMPTY, help="Why (shown in sources list and the audit).")
 @json_option
 @reports_errors
 def sources_pause(config_path: str | None, name: str, reason: str | None, as_json: bool) -> None:
