@@ -256,6 +256,8 @@ NO_DELIVERY = "dlv_" + "0" * 32
 #: ``resources create`` of a video owned by ``o``, and a tenant that is fine.
 CREATE = ("resources", "create", "video", "--owner", "o")
 TENANT_T = ("--tenant", "t")
+#: ``sources pause`` of a source that is receiving, with the reason to follow.
+PAUSE = ("sources", "pause", "stripe", "--reason")
 
 
 def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
@@ -316,6 +318,8 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         ((rows.config, ("replay", NO_DELIVERY, "--wait", "9" * 400)), "invalid_argument", 2),
         ((rows.config, ("send",)), "invalid_argument", 2),
         ((nested_id, ("send", "--data", '{"event": 1}')), "invalid_argument", 2),
+        ((rows.config, (*PAUSE, "v2\nsig")), "invalid_argument", 2),
+        ((rows.config, (*PAUSE, "x" * 201)), "invalid_argument", 2),
     ]
     #: What the line must name, where that is the point of the case.
     names: dict[Call, str] = {
@@ -328,6 +332,7 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         (rows.config, ("send",)): "--source: name one of the sources: ",
         (nested_id, ("send", "--data", '{"event": 1}')): "--data: /event/id passes through "
         "a value that is not an object",
+        (rows.config, (*PAUSE, "v2\nsig")): "the reason is not valid",
     }
     done = hookinbox_all([call for call, _, _ in cases])
     for (call, code, exit_code), ran in zip(cases, done, strict=True):

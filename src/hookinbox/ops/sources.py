@@ -18,6 +18,7 @@ from hookinbox.codes import error_code_of
 from hookinbox.config import Config
 from hookinbox.errors import UnknownSource
 from hookinbox.logs import get_logger
+from hookinbox.ops.search import clean_term
 from hookinbox.store import SourceState, Store, iso
 
 log = get_logger("hookinbox.ops.sources")
@@ -27,6 +28,8 @@ log = get_logger("hookinbox.ops.sources")
 #: endpoint takes deliveries), ``paused`` (answers 503 until resumed), ``not_configured``
 #: (known to the store, e.g. a stale pause, but gone from the config).
 SOURCE_STATES = ("receiving", "paused", "not_configured")
+#: The longest reason a pause keeps (the API's bound, the admin form's ``maxlength``).
+MAX_PAUSE_REASON = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,9 @@ async def pause_source(
 ) -> SourceState:
     if config.source(name) is None:
         raise UnknownSource(f"no source named {name!r} in the config")
+    # Checked here, whoever pauses: the reason is a column of ``sources list`` and a line
+    # of the audit, where a line break or 100,000 characters would be shown as they came.
+    reason = clean_term(reason, "reason", max_length=MAX_PAUSE_REASON)
     state = await store.sources.set_source_paused(name, paused=True, reason=reason, actor=actor)
     log.warning("source_paused", source=name, actor=actor)
     return state
