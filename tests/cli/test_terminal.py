@@ -275,6 +275,8 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
     no_file.write_text('database = "sqlite:///"\n')
     read_only = tmp_path / "read_only.toml"
     read_only.write_text(f'database = "sqlite:///{tmp_path}/x.db?mode=ro"\n')
+    in_memory = tmp_path / "in_memory.toml"
+    in_memory.write_text('database = "sqlite:///:memory:"\n')
     not_utf8 = "data.x = \udcff"  # the bytes 0xff, as Python hands them over
     nested_id = tmp_path / "nested_id.toml"
     nested_id.write_text(
@@ -314,6 +316,7 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         ((rows.config, (*CREATE, "--tenant", "x" * 100_000)), "invalid_argument", 2),
         ((no_file, ("config", "check")), "config_error", 2),
         ((read_only, ("config", "check")), "config_error", 2),
+        ((in_memory, ("config", "check")), "config_error", 2),
         ((rows.config, ("replay", NO_DELIVERY, "--wait", "30d")), "invalid_argument", 2),
         ((rows.config, ("replay", NO_DELIVERY, "--wait", "9" * 400)), "invalid_argument", 2),
         ((rows.config, ("send",)), "invalid_argument", 2),
@@ -327,6 +330,7 @@ def test_every_bad_argument_is_one_line_with_its_code_never_a_traceback(
         (bad_host, ("serve",)): "server.host: cannot listen on 256.1.1.1:",
         (no_file, ("config", "check")): "database: the SQLite URL names no file",
         (read_only, ("config", "check")): "database: the SQLite URL asks for mode=ro",
+        (in_memory, ("config", "check")): "database: the SQLite URL names an in-memory store",
         (rows.config, ("replay", NO_DELIVERY, "--wait", "30d")): "Invalid value for '--wait': "
         "longer than 1h",
         (rows.config, ("send",)): "--source: name one of the sources: ",

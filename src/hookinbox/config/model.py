@@ -626,10 +626,17 @@ def _check_sqlite_url(url: str) -> None:
     """The store's checks of a SQLite URL, made where the config is checked, so a bad one
     is a config error naming ``database`` (exit 2), not a store error (exit 3) from
     whatever opens the store first. The store is written to, so a ``mode``
-    (``mode=ro``) is refused by name."""
+    (``mode=ro``) is refused by name. It is kept, and shared by ``serve`` and the
+    ``worker`` processes, so ``:memory:`` (a store of one process, gone when it exits)
+    is refused too."""
     path, _, query = url.removeprefix("sqlite:///").partition("?")
     if not path:
         raise ValueError("the SQLite URL names no file (sqlite:///PATH)")
+    if path == ":memory:":
+        raise ValueError(
+            "the SQLite URL names an in-memory store (:memory:), lost when the process "
+            "exits and never shared with a worker: name a file (sqlite:///PATH)"
+        )
     for key, value in urllib.parse.parse_qsl(query):
         if key == "mode":
             raise ValueError(
