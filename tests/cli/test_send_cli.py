@@ -161,3 +161,23 @@ def test_send_answered_other_than_2xx_exits_1_naming_the_first_answer(tmp_path: 
             assert line == f"hookinbox: unexpected_answer: {says}", line
         else:
             assert done.stderr == ""
+
+
+def test_send_with_an_empty_or_unknown_scheme_is_refused_naming_the_option(
+    tmp_path: Path,
+) -> None:
+    """``--scheme`` is the command line's own: a slip in it (an unset shell variable, a
+    typo) is a bad argument, not a fault of the source's configured scheme."""
+    config = quickstart_config(tmp_path, f"sqlite:///{tmp_path}/x.db", free_port())
+    url = f"http://127.0.0.1:{free_port()}"  # never reached: refused before sending
+    cases = {
+        "": "Invalid value for '--scheme': empty: give a value or leave the option out",
+        " ": "Invalid value for '--scheme': empty: give a value or leave the option out",
+        "strpe": "--scheme: unknown scheme 'strpe' (known: api-key, basic, github, hmac, "
+        "sdk, shopify, slack, standard-webhooks, stripe, twilio)",
+    }
+    for scheme, says in cases.items():
+        done = hookinbox(config, "send", "--source", "stripe", "--url", url, "--scheme", scheme)
+        assert (done.returncode, done.stdout) == (2, ""), (scheme, done.stdout, done.stderr)
+        (line,) = done.stderr.splitlines()
+        assert line.startswith(f"hookinbox: invalid_argument: {says}"), (scheme, line)

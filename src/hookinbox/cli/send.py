@@ -15,6 +15,7 @@ from hookinbox.cli.common import (
     run,
 )
 from hookinbox.config import load_config
+from hookinbox.config.schemes import SCHEME_NAMES
 from hookinbox.errors import InvalidArgument
 
 #: What a header value sent by ``send`` may be (the event id travels as ``webhook-id``).
@@ -35,7 +36,7 @@ def _not_json(constant: str) -> object:
 @click.option("--repeat", default=1, type=click.IntRange(1, 10000), show_default=True)
 @click.option("--concurrent", is_flag=True, help="Send the repeats at the same time.")
 @click.option("--tamper", is_flag=True, help="Change the body after signing it.")
-@click.option("--scheme", default=None, help="Sign with this scheme [the source's].")
+@click.option("--scheme", type=NON_EMPTY, help="Sign with this scheme [the source's].")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per answer.")
 @reports_errors
 def send(
@@ -67,6 +68,11 @@ def send(
     if event_id is not None and not _HEADER_VALUE.fullmatch(event_id):
         raise InvalidArgument(
             "--id: an event id is sent as a header: printable ASCII, 1 to 255 characters"
+        )
+    if scheme is not None and scheme not in SCHEME_NAMES:
+        # The command line's slip, not the source's: its configured scheme is fine.
+        raise InvalidArgument(
+            f"--scheme: unknown scheme {scheme!r} (known: {', '.join(SCHEME_NAMES)})"
         )
     if url is not None:
         import httpx
