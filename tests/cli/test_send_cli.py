@@ -181,3 +181,17 @@ def test_send_with_an_empty_or_unknown_scheme_is_refused_naming_the_option(
         assert (done.returncode, done.stdout) == (2, ""), (scheme, done.stdout, done.stderr)
         (line,) = done.stderr.splitlines()
         assert line.startswith(f"hookinbox: invalid_argument: {says}"), (scheme, line)
+
+
+def test_send_with_an_empty_type_is_refused_naming_the_option(tmp_path: Path) -> None:
+    """An empty type (often an unset shell variable) would send events whose type is
+    empty; left out, ``--type`` is ``test.event``."""
+    config = quickstart_config(tmp_path, f"sqlite:///{tmp_path}/x.db", free_port())
+    url = f"http://127.0.0.1:{free_port()}"  # never reached: refused before sending
+    for event_type in ("", " "):
+        done = hookinbox(config, "send", "--source", "stripe", "--url", url, "--type", event_type)
+        assert (done.returncode, done.stdout) == (2, ""), (event_type, done.stdout, done.stderr)
+        (line,) = done.stderr.splitlines()
+        assert line.startswith(
+            "hookinbox: invalid_argument: Invalid value for '--type': empty: "
+        ), (event_type, line)
