@@ -366,6 +366,32 @@ def test_an_owner_is_held_to_the_tenants_rule(rows: Rows) -> None:
         assert owner in ran.stdout, (owner, ran.stdout)
 
 
+def test_a_ref_no_event_could_carry_is_refused_naming_the_ref(rows: Rows) -> None:
+    """An event's reference is storable text (at most 255 UTF-8 bytes, no control
+    character): a resource created or attached with a line break in its reference, or
+    more than an event can carry, would be stored and never matched by any event. No
+    provider pads a reference with spaces: a padded one is a slip, refused too."""
+    refused = ["task\n1", "task_1\n", "tab\tx", "c\x9b1", " task_1", "task_1 ", "x" * 256]
+    refused.append("\u00e9" * 128)  # 128 characters, 256 bytes
+    taken = ["x" * 255, "\u00e9" * 127, "gs://bucket/a b.mp4", TASK.replace("task_", "vid_")]
+    calls = [(rows.config, (*CREATE, *TENANT_T, "--ref", ref)) for ref in refused + taken]
+    (resource_id,) = rows.ids["resources"]
+    calls += [(rows.config, ("resources", "attach", resource_id, ref)) for ref in refused[:2]]
+    done = hookinbox_all(calls)
+    said = (
+        "hookinbox: invalid_argument: provider_ref: printable text of 1 to 255 bytes "
+        "(UTF-8), no leading or trailing space"
+    )
+    attached = done[len(refused) + len(taken) :]
+    for ref, ran in [*zip(refused, done, strict=False), *zip(refused, attached, strict=False)]:
+        assert (ran.returncode, ran.stdout) == (2, ""), (ref, ran.stderr)
+        (line,) = ran.stderr.splitlines()
+        assert line == said, (ref, line)
+    for ref, ran in zip(taken, done[len(refused) :], strict=False):
+        assert ran.returncode == 0, (ref, ran.stderr)
+        assert ref in ran.stdout, (ref, ran.stdout)
+
+
 #: A command with an option given empty, each option that filters, picks or points.
 EMPTY_VALUES: list[tuple[str, ...]] = [
     ("send", "--url", ""),

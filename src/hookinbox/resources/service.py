@@ -43,13 +43,25 @@ from hookinbox.store import (
     Store,
     TransitionView,
 )
-from hookinbox.verify.edge import storable_text
+from hookinbox.verify.edge import MAX_TEXT_BYTES, storable_text
 
 log = get_logger("hookinbox.resources")
 
 _EVENT_TIME_MAX = 64
 #: The config's rule for a source name (so a stored list splits on its commas).
 _SOURCE_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+#: What a provider's reference given to :meth:`Resources.create` or
+#: :meth:`Resources.attach_ref` must be: what an event's reference can be (storable text,
+#: :func:`resource_event`), and not padded with spaces, as no provider's is. Anything else
+#: would be stored and never matched by any event.
+REF_RULE = f"printable text of 1 to {MAX_TEXT_BYTES} bytes (UTF-8), no leading or trailing space"
+
+
+def checked_ref(provider_ref: str) -> str:
+    """``provider_ref`` if an event's reference could match it, else InvalidArgument."""
+    if not (provider_ref and storable_text(provider_ref) and provider_ref == provider_ref.strip()):
+        raise InvalidArgument(f"provider_ref: {REF_RULE}")
+    return provider_ref
 
 
 def new_resource_id() -> str:
@@ -102,6 +114,7 @@ class Resources:
                 # owner is a name of the same sort, matched as the tenant is against what
                 # an event claims and shown beside it in every list and notification.
                 raise InvalidArgument(f"{name}: {TENANT_RULE}")
+        ref = checked_ref(provider_ref) if provider_ref else None
         bound = self._checked_sources(sources)
         view = await self._store.resources.create_resource(
             new_resource_id(),
@@ -109,7 +122,7 @@ class Resources:
             tenant=tenant,
             owner=owner,
             state=machine.initial,
-            provider_ref=provider_ref or None,
+            provider_ref=ref,
             sources=bound,
         )
         log.info(
@@ -140,7 +153,9 @@ class Resources:
         """Attach the provider's reference; parked events for it are applied next."""
         if not provider_ref:
             raise InvalidArgument("a provider reference cannot be empty")
-        view = await self._store.resources.attach_provider_ref(resource_id, provider_ref)
+        view = await self._store.resources.attach_provider_ref(
+            resource_id, checked_ref(provider_ref)
+        )
         log.info("resource_ref_attached", resource_id=resource_id, kind=view.kind)
         return view
 
