@@ -146,6 +146,27 @@ async def test_pausing_with_a_control_character_in_the_reason_is_a_400(sqlite_ur
         assert not any(state.paused for state in await inbox.store.sources.list_source_states())
 
 
+async def test_pausing_with_a_reason_over_200_characters_is_refused_not_cut(
+    sqlite_url: str,
+) -> None:
+    """The reason is checked where every surface pauses (``ops.pause_source``): 200
+    characters at most, as the CLI and the API take, never a cut one stored as given."""
+    async with running_inbox(admin_config(sqlite_url)) as inbox, httpx.AsyncClient() as client:
+        await login(client, inbox.base_url)
+        page = await client.get(f"{inbox.base_url}/admin/sources")
+        url = f"{inbox.base_url}/admin/sources/test/pause"
+        form = {"csrf": csrf_of(page.text)}
+        answer = await client.post(url, data={**form, "reason": "r" * 201})
+        assert answer.status_code == 400, answer.text[:300]
+        assert "<code>invalid_argument</code>: the reason is not valid" in answer.text
+        assert not any(state.paused for state in await inbox.store.sources.list_source_states())
+        # The spaces around a reason are not part of it: 200 characters within them fit.
+        taken = await client.post(url, data={**form, "reason": f" {'r' * 200} "})
+        assert taken.status_code == 303, taken.text[:300]
+        (state,) = await inbox.store.sources.list_source_states()
+        assert (state.paused, state.reason) == (True, "r" * 200)
+
+
 @pytest.mark.parametrize("expiry", ["\u00b2", "9" * 400, "-1"])
 async def test_a_correctly_signed_cookie_with_an_odd_expiry_is_no_session(
     sqlite_url: str, expiry: str
