@@ -209,7 +209,9 @@ async def _drop_indexes(conn: asyncpg.Connection) -> list[str]:
             again.append(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {row["condef"]}')
         else:
             await conn.execute(f"DROP INDEX {row['name']}")
-            again.append(row["indexdef"])
+            # A partitioned table's index is defined ON ONLY the parent: made again so, its
+            # partitions would have none.
+            again.append(row["indexdef"].replace(" ON ONLY ", " ON ", 1))
     return again
 
 
@@ -236,13 +238,15 @@ async def _fill_pg(db: str, plan: FillPlan, say: Callable[[str], None]) -> FillR
 
     try:
         t0 = time.monotonic()
-        # The payloads' day partitions (migration 019) of the days filled: otherwise their
-        # rows land in DEFAULT, which holds only the payloads kept past their day.
+        # The payloads' and attempts' day partitions (migrations 019, 027) of the days
+        # filled: otherwise their rows land in DEFAULT, which holds only the rows kept past
+        # their day.
         first_day = time.gmtime(plan.base_ms / 1000)
-        await conn.execute(
-            "SELECT hookinbox_payload_partitions_ahead($1::date, (now() AT TIME ZONE 'UTC')::date)",
-            datetime.date(first_day.tm_year, first_day.tm_mon, first_day.tm_mday),
-        )
+        for ahead in ("hookinbox_payload_partitions_ahead", "hookinbox_attempt_partitions_ahead"):
+            await conn.execute(
+                f"SELECT {ahead}($1::date, (now() AT TIME ZONE 'UTC')::date)",
+                datetime.date(first_day.tm_year, first_day.tm_mon, first_day.tm_mday),
+            )
         again = await _drop_indexes(conn)
         say(f"{len(again)} indexes dropped for the fill")
         for lo in range(0, plan.rows, CHUNK):

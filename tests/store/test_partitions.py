@@ -1,7 +1,7 @@
-"""PostgreSQL's payload partitions (one per UTC day of delivery ids): made ahead, retired
-whole with the held payloads kept, a day without a partition still received, and an
-existing store converted in place while it receives. SQLite has none: its purge deletes
-rows, which the last test checks on both stores."""
+"""PostgreSQL's payload and attempt partitions (one per UTC day of delivery ids): made
+ahead, retired whole with the held rows kept, a day without a partition still received,
+and an existing store converted in place while it receives and settles. SQLite has none:
+its purge deletes rows, which the last test checks on both stores."""
 
 from __future__ import annotations
 
@@ -59,9 +59,9 @@ async def _where(conn: asyncpg.Connection, delivery_id: str) -> str | None:
     return None if found is None else str(found).rsplit(".", 1)[-1]
 
 
-async def _three_deliveries_days_ago(store: Store) -> dict[str, str]:
-    """Three days ago: one completed, one dead-lettered, one still accepted."""
-    noon = _today() - timedelta(days=3) + timedelta(hours=12)
+async def _three_deliveries_days_ago(store: Store, days: int = 3) -> dict[str, str]:
+    """``days`` ago: one completed, one dead-lettered, one still accepted."""
+    noon = _today() - timedelta(days=days) + timedelta(hours=12)
     assert await store.partitions.create_ahead(7, today=noon.date() - timedelta(days=1)) >= 2
     made = {}
     for n, (name, state) in enumerate(
@@ -106,6 +106,53 @@ async def test_a_day_past_the_retention_retires_and_its_held_payloads_stay(
         c for c in await pg_store.queue.claim_due_jobs("w", 10, 30) if c.delivery_id == made["dead"]
     ]
     assert claimed.body is not None and b"evt_dead" in claimed.body
+
+
+async def _attempt_places(conn: asyncpg.Connection, job_id: str) -> list[str]:
+    """The partitions holding the job's attempts, one entry per attempt."""
+    found = await conn.fetch(
+        "SELECT tableoid::regclass::text AS part FROM attempts WHERE job_id = $1 ORDER BY id",
+        job_id,
+    )
+    return [str(r["part"]).rsplit(".", 1)[-1] for r in found]
+
+
+async def test_a_day_of_attempts_past_the_key_retention_retires_and_unfinished_jobs_keep_theirs(
+    pg_store: Store, pg_url: str
+) -> None:
+    made = await _three_deliveries_days_ago(pg_store)
+    # The waiting one was tried once and is due again: an unfinished job with an attempt.
+    (job,) = await pg_store.queue.claim_due_jobs("w", 10, 30)
+    assert await pg_store.queue.retry_job(job.id, job.lease_token, "crm_unavailable", 0)
+    day = "attempts_p" + (_today() - timedelta(days=3)).strftime("%Y%m%d")
+    done, dead, waiting = (f"{made[name]}:count" for name in ("done", "dead", "waiting"))
+    async with pg_session(pg_url) as conn:
+        assert [await _attempt_places(conn, j) for j in (done, dead, waiting)] == [[day]] * 3
+
+    # Retention 0 stands for the key retention passed: the day goes whole, the attempts of
+    # the dead letter and of the job still due move to DEFAULT, the completed job's go.
+    retired = await pg_store.partitions.retire(0, table="attempts")
+    mine = next(each for each in retired if each.name == day)
+    assert (mine.table, mine.retired, mine.rows, mine.held) == ("attempts", True, 3, 2)
+    assert day not in {p.name for p in await pg_store.partitions.listing()}
+    async with pg_session(pg_url) as conn:
+        assert await _attempt_places(conn, done) == []
+        assert await _attempt_places(conn, dead) == ["attempts_default"]
+        assert await _attempt_places(conn, waiting) == ["attempts_default"]
+        assert await conn.fetchval("SELECT to_regclass($1)", day) is None
+    # The dead letter's history is still read by its job; its next attempt is numbered on.
+    assert [a.number for a in await pg_store.queue.list_attempts(dead)] == [1]
+    (again,) = await pg_store.queue.claim_due_jobs("w", 10, 30)
+    assert again.id == waiting
+    assert await pg_store.queue.complete_job(again.id, again.lease_token, "biz")
+    assert [a.number for a in await pg_store.queue.list_attempts(waiting)] == [1, 2]
+
+    # The journal's purge then deletes the rows of that day whose jobs all completed; the
+    # cascade finds the attempts held in DEFAULT.
+    assert await pg_store.retention.purge_deliveries(0, 100) == 2
+    async with pg_session(pg_url) as conn:
+        assert await _attempt_places(conn, waiting) == []
+        assert await _attempt_places(conn, dead) == ["attempts_default"]
 
 
 async def add_delivery_answer(store: Store, event_id: str) -> str:
@@ -211,17 +258,22 @@ _MIGRATIONS_TABLE = (
 )
 
 
-async def test_a_store_at_018_with_rows_converts_in_place_while_receiving(pg_url: str) -> None:
+async def _migrated_up_to(pg_url: str, version: int) -> None:
+    """The store's schema as the migrations up to ``version`` made it, recorded so."""
     async with pg_session(pg_url) as conn:
         await conn.execute(_MIGRATIONS_TABLE)
         for migration in load_migrations("hookinbox.store.postgres", POSTGRES):
-            if migration.version <= 18:
+            if migration.version <= version:
                 await conn.execute(migration.sql)
                 await conn.execute(
                     "INSERT INTO schema_migrations VALUES ($1, $2)",
                     migration.version,
                     migration.name,
                 )
+
+
+async def test_a_store_at_018_with_rows_converts_in_place_while_receiving(pg_url: str) -> None:
+    await _migrated_up_to(pg_url, 18)
     old = open_store_for(pg_url)
     await old.open(migrate=False)
     receiver = open_store_for(pg_url)
@@ -304,6 +356,83 @@ async def test_a_store_at_018_with_rows_converts_in_place_while_receiving(pg_url
         await store.close()
 
 
+async def test_a_store_at_026_with_attempts_converts_in_place_while_jobs_settle(
+    pg_url: str,
+) -> None:
+    await _migrated_up_to(pg_url, 26)
+    old = open_store_for(pg_url)
+    await old.open(migrate=False)
+    worker = open_store_for(pg_url)
+    await worker.open(migrate=False)
+    try:
+        for i in range(20):
+            await add_delivery(old, f"evt_old_{i}")
+        before = await settle_all(old, "completed")
+        # Jobs go on settling (each an attempt row) while the migration runs; while a long
+        # reader of attempts (a trace) keeps the swap from its lock, a settle waits at most
+        # a try's 200 ms behind it, never until the reader is done.
+        settled: list[str] = []
+        waits: list[float] = []
+        loop = asyncio.get_running_loop()
+
+        async def settle_one() -> None:
+            await add_delivery(worker, f"evt_new_{len(settled)}")
+            started = loop.time()
+            settled.extend(await settle_all(worker, "failed"))
+            waits.append(loop.time() - started)
+
+        async with pg_session(pg_url) as reader:
+            trace = reader.transaction()
+            await trace.start()
+            await reader.fetchval("SELECT count(*) FROM attempts")
+            migrating = asyncio.create_task(old.migrate())
+            while len(settled) < 20:
+                await settle_one()
+            assert not migrating.done()
+            await trace.rollback()
+        while not migrating.done() or len(settled) < 30:
+            await settle_one()
+        applied = await migrating
+        assert [name.split("_")[0] for name in applied] == ["027"]
+        assert max(waits) < 2.0, waits
+    finally:
+        await worker.close()
+        await old.close()
+
+    async with pg_session(pg_url) as conn:
+        kind = await conn.fetchval(
+            "SELECT relkind::text FROM pg_class WHERE oid = 'attempts'::regclass"
+        )
+        assert kind == "p"
+        places = {p for job in before + settled for p in await _attempt_places(conn, job)}
+        assert places == {"attempts_legacy"}
+        # The old table's index of (job_id, id) became the parent's: none was built.
+        assert (
+            await conn.fetchval(
+                "SELECT count(*) FROM pg_indexes WHERE tablename = 'attempts_legacy'"
+                " AND schemaname = current_schema()"
+            )
+            == 2
+        )
+
+    store = open_store_for(pg_url)
+    await store.open()
+    try:
+        # The old table retires whole like a day once past the key retention (a negative
+        # retention stands for the days passing): the dead letters keep their attempts.
+        retired = await store.partitions.retire(-2 * DAY, table="attempts")
+        legacy = next(each for each in retired if each.name == "attempts_legacy")
+        assert legacy.retired and legacy.rows == len(before) + len(settled)
+        assert legacy.held == len(settled)
+        # The ids' sequence went with the parent, not with the old table.
+        await add_delivery(store, "evt_after")
+        (after,) = await settle_all(store, "completed")
+        assert [a.number for a in await store.queue.list_attempts(after)] == [1]
+        assert [a.number for a in await store.queue.list_attempts(settled[0])] == [1]
+    finally:
+        await store.close()
+
+
 def test_cli_purge_reports_the_partitions_it_retired(pg_url: str, tmp_path: Path) -> None:
     async def prepare() -> None:
         store = open_store_for(pg_url)
@@ -326,6 +455,36 @@ def test_cli_purge_reports_the_partitions_it_retired(pg_url: str, tmp_path: Path
     again = hookinbox(config, "purge", "--payloads-only", "--older-than", "0s", "--json")
     report: dict[str, Any] = json.loads(again.stdout)
     assert day not in {each["name"] for each in report["partitions"]}
+
+
+def test_cli_purge_retires_the_days_of_attempts_past_the_key_retention(
+    pg_url: str, tmp_path: Path
+) -> None:
+    async def prepare() -> None:
+        store = open_store_for(pg_url)
+        await store.open()
+        try:
+            await _three_deliveries_days_ago(store, days=5)
+        finally:
+            await store.close()
+
+    asyncio.run(prepare())
+    route = {"events": ["*"], "action": "count", "handler": "tests.support.handlers:count"}
+    config = write_config(tmp_path / "hookinbox.toml", pg_url, routes=[route])
+    day = (_today() - timedelta(days=5)).strftime("%Y%m%d")
+    # A key retention of 3 days (the source's redelivery window): the day of five days
+    # ago goes, its payloads by the payload retention, its attempts by the key retention.
+    dry = hookinbox(config, "purge", "--older-than", "3d", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    # Held: the dead letter's and the waiting job's (which has none yet).
+    assert f"partition attempts_p{day}: would retire, the attempts of 2 jobs held" in dry.stdout
+    done = hookinbox(config, "purge", "--older-than", "3d")
+    assert done.returncode == 0, done.stderr
+    assert f"partition attempts_p{day}: retired, 1 attempts dropped, 1 held" in done.stdout
+    assert f"partition payloads_p{day}: retired" in done.stdout
+    again = hookinbox(config, "purge", "--older-than", "3d", "--json")
+    report: dict[str, Any] = json.loads(again.stdout)
+    assert f"attempts_p{day}" not in {each["name"] for each in report["partitions"]}
 
 
 async def test_sqlite_has_no_partitions_and_its_purge_deletes_rows(

@@ -1,6 +1,6 @@
 """The schema is the same on both databases: every table, column (and whether it may be
 NULL), primary key and index, after every migration, whichever database holds it
-(PostgreSQL's payload partitions are the payloads table's storage, not tables of it)."""
+(PostgreSQL's payload and attempt partitions are their table's storage, not tables of it)."""
 
 from __future__ import annotations
 
@@ -84,8 +84,11 @@ async def postgres_catalog(url: str) -> Catalog:
             " WHERE n.nspname = $1",
             schema,
         )
+        keyed_by_id: set[str] = set()
         for row in indexes:
             if row["table_name"] in partitions:
+                if tuple(row["columns"]) == ("id",):
+                    keyed_by_id.add(row["table_name"])
                 continue
             table = catalog[row["table_name"]]
             if row["primary"]:
@@ -95,6 +98,19 @@ async def postgres_catalog(url: str) -> Catalog:
                     row["unique"],
                     tuple(row["columns"]),
                 )
+        # A partitioned table's unique index must hold its partition key: PostgreSQL's
+        # attempts (partitioned by job) have no key of their own, an index on id in each
+        # partition instead (ids from one sequence). That stands for SQLite's key.
+        attempt_parts = {
+            r["relname"]
+            for r in await conn.fetch(
+                "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+                " WHERE i.inhparent = 'attempts'::regclass"
+            )
+        }
+        assert attempt_parts and attempt_parts <= keyed_by_id, attempt_parts - keyed_by_id
+        assert catalog["attempts"]["primary_key"] == ()
+        catalog["attempts"]["primary_key"] = ("id",)
         return catalog
     finally:
         await conn.close()

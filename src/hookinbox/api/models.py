@@ -544,9 +544,13 @@ class PurgeStep(_Output):
 
 
 class PartitionRetirement(_Output):
+    table: Literal["payloads", "attempts"] = Field(description="The partitioned table")
     name: str
-    rows: int = Field(description="Payloads it held (-1: not counted, a dry run or deferred)")
-    held: int = Field(description="Payloads kept past their day (moved to the DEFAULT partition)")
+    rows: int = Field(description="Rows it held (-1: not counted, a dry run or deferred)")
+    held: int = Field(
+        description="Rows kept past their day (moved to the DEFAULT partition); deferred or "
+        "a dry run: the payloads, or the jobs whose attempts, would be kept"
+    )
     retired: bool
     deferred: Literal["lock", "held", "dry_run"] | None = Field(
         None, description="Why it stays this time: a lock not had in time, too many held"
@@ -558,7 +562,8 @@ class PurgeReport(_Output):
     steps: list[PurgeStep]
     partitions: list[PartitionRetirement] = Field(
         default_factory=list,
-        description="PostgreSQL's day partitions of payloads past the payload retention",
+        description="PostgreSQL's day partitions of payloads past the payload retention and "
+        "of attempts past the key retention",
     )
     partitions_made: int = Field(0, description="Day partitions made ahead by this purge")
 

@@ -96,13 +96,19 @@ def purge(
     for each in report.partitions:
         if each.retired:
             click.echo(
-                f"partition {each.name}: retired, {each.rows - each.held} payloads dropped, "
+                f"partition {each.name}: retired, {each.rows - each.held} {each.table} dropped, "
                 f"{each.held} held (kept in the default partition)"
             )
         elif each.deferred == "dry_run":
-            click.echo(f"partition {each.name}: would retire, {each.held} held")
+            kept = (
+                f"{each.held} payloads"
+                if each.table == "payloads"
+                else f"the attempts of {each.held} jobs"
+            )
+            click.echo(f"partition {each.name}: would retire, {kept} held")
         else:
-            reason = "a lock was busy" if each.deferred == "lock" else "too many held payloads"
+            held = "payloads" if each.table == "payloads" else "jobs whose attempts stay"
+            reason = "a lock was busy" if each.deferred == "lock" else f"too many held {held}"
             click.echo(f"partition {each.name}: not retired this time ({reason})")
     if report.partitions or report.partitions_made:
         retired = sum(1 for each in report.partitions if each.retired)

@@ -1,5 +1,5 @@
-"""PostgreSQL's payload partitions: one per UTC day of delivery ids, made ahead, retired
-whole by dropping them (SQLite has none: its purge deletes rows).
+"""PostgreSQL's payload and attempt partitions: one per UTC day of delivery ids, made
+ahead, retired whole by dropping them (SQLite has none: its purge deletes rows).
 
 Delivery ids begin with their millisecond in hex, so a day is a range of ids and the
 payloads' primary key (the delivery id) stays one global key. ``hookinbox migrate`` and
@@ -15,9 +15,10 @@ statements call are migration 019's; docs/store.md, "Partitions", shows how to l
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sized
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from hookinbox.store.dialect import POSTGRES
 from hookinbox.store.statements import load_postgres_statements
@@ -27,26 +28,37 @@ if TYPE_CHECKING:
 
 _SQL = load_postgres_statements("partitions")
 _HAS_PARTITIONS = _SQL["has_partitions"]
+_HAS_ATTEMPT_PARTITIONS = _SQL["has_attempt_partitions"]
 _CREATE_AHEAD = _SQL["create_ahead"]
+_CREATE_ATTEMPTS_AHEAD = _SQL["create_attempts_ahead"]
 _LISTING = _SQL["listing"]
 _RETIRABLE = _SQL["retirable"]
 _HELD = _SQL["held"]
+_HELD_JOBS = _SQL["held_jobs"]
 _COUNT_ROWS = _SQL["count_rows"]
 _RETIRE = _SQL["retire"]
+_RETIRE_ATTEMPTS = _SQL["retire_attempts"]
+
+PartitionedTable = Literal["payloads", "attempts"]
+#: The partitioned tables, in the order they are listed.
+PARTITIONED: tuple[PartitionedTable, ...] = ("payloads", "attempts")
 
 #: Days made ahead of today (UTC), so a missing partition is never the receiver's problem.
 DAYS_AHEAD = 3
 #: The longest a retiring transaction waits for a lock: while it waits, the writers behind
 #: it wait too (a DETACH queues behind a long search of payloads).
 LOCK_WAIT = "300ms"
-#: A day whose held payloads are more than this stays (tried again next turn): they are
-#: copied inside the retiring transaction, which must stay short. A backlog that large
-#: is a worker problem; the delete path is not the answer to it either.
+#: A day whose held payloads (or jobs whose attempts are held) are more than this stays
+#: (tried again next turn): they are copied inside the retiring transaction, which must
+#: stay short. A backlog that large is a worker problem; the delete path is not the
+#: answer to it either.
 MAX_HELD = 20_000
 
 
 @dataclass(frozen=True, slots=True)
 class PartitionInfo:
+    #: The partitioned table it belongs to.
+    table: PartitionedTable
     name: str
     #: The smallest delivery id it holds (None: from the beginning) and the first it
     #: does not (None for DEFAULT).
@@ -56,7 +68,13 @@ class PartitionInfo:
     estimate: int
 
     def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "lo": self.lo, "hi": self.hi, "estimate": self.estimate}
+        return {
+            "table": self.table,
+            "name": self.name,
+            "lo": self.lo,
+            "hi": self.hi,
+            "estimate": self.estimate,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,17 +82,23 @@ class Retirement:
     """One day partition at the cutoff: dropped, or why not this turn."""
 
     name: str
-    #: Payloads it held (gone with it, but for ``held``), or would hold (dry run).
+    #: Rows it held (gone with it, but for ``held``), or -1 (not counted: a dry run or
+    #: deferred).
     rows: int
-    #: Payloads kept: moved to the DEFAULT partition.
+    #: Rows kept: moved to the DEFAULT partition (deferred or a dry run: the payloads, or
+    #: for attempts the jobs, that would be kept).
     held: int
     retired: bool
     #: Why it stays this turn: "lock" (a lock not had in time), "held" (too many held
     #: payloads), "dry_run"; None when retired.
     deferred: str | None = None
 
+    #: The partitioned table.
+    table: PartitionedTable = "payloads"
+
     def as_json(self) -> dict[str, Any]:
         return {
+            "table": self.table,
             "name": self.name,
             "rows": self.rows,
             "held": self.held,
@@ -86,8 +110,8 @@ class Retirement:
 class Partitions:
     def __init__(self, db: Driver) -> None:
         self._db = db
-        #: Whether this store partitions payloads (PostgreSQL); the methods of a store
-        #: that does not answer "nothing".
+        #: Whether this store partitions payloads and attempts (PostgreSQL); the methods
+        #: of a store that does not answer "nothing".
         self.enabled = db.dialect is POSTGRES
 
     async def create_ahead(self, days: int = DAYS_AHEAD, *, today: date | None = None) -> int:
@@ -96,42 +120,83 @@ class Partitions:
         if not self.enabled or not await self._db.value(_HAS_PARTITIONS):
             return 0
         first = today or datetime.now(UTC).date()
-        made = await self._db.value(_CREATE_AHEAD, first=first, last=first + timedelta(days))
-        return int(made or 0)
+        last = first + timedelta(days)
+        made = int(await self._db.value(_CREATE_AHEAD, first=first, last=last) or 0)
+        if await self._db.value(_HAS_ATTEMPT_PARTITIONS):
+            made += int(await self._db.value(_CREATE_ATTEMPTS_AHEAD, first=first, last=last) or 0)
+        return made
 
     async def listing(self) -> list[PartitionInfo]:
         if not self.enabled:
             return []
-        found = await self._db.rows(_LISTING)
-        return [PartitionInfo(r["name"], r["lo"], r["hi"], int(r["estimate"])) for r in found]
+        return [
+            PartitionInfo(table, r["name"], r["lo"], r["hi"], int(r["estimate"]))
+            for table in PARTITIONED
+            for r in await self._db.rows(_LISTING, parent=table)
+        ]
 
     async def retire(
         self,
         older_than_seconds: float,
         *,
+        table: PartitionedTable = "payloads",
         dry_run: bool = False,
         lock_wait: str = LOCK_WAIT,
         max_held: int = MAX_HELD,
     ) -> list[Retirement]:
-        """Retire every day partition whose ids were all made more than
-        ``older_than_seconds`` ago (the payload retention), oldest first."""
+        """Retire every day partition of ``table`` whose ids were all made more than
+        ``older_than_seconds`` ago (for payloads the payload retention, for attempts the
+        key retention), oldest first."""
         if not self.enabled:
             return []
         age = float(older_than_seconds)
+
+        async def held_payloads(lo: str, hi: str) -> list[str]:
+            return [r["id"] for r in await self._db.rows(_HELD, lo=lo, hi=hi, age=age)]
+
+        async def retire_payloads(name: str, held: list[str]) -> Any:
+            return await self._db.row(_RETIRE, part=name, held=held, wait=lock_wait)
+
+        async def held_jobs(lo: str, hi: str) -> int:
+            return int(await self._db.value(_HELD_JOBS, lo=lo, hi=hi))
+
+        async def retire_attempts(name: str, _held: int) -> Any:
+            return await self._db.row(_RETIRE_ATTEMPTS, part=name, wait=lock_wait)
+
+        if table == "payloads":
+            return await self._retire_each(
+                table, age, dry_run, max_held, held_payloads, retire_payloads
+            )
+        if not await self._db.value(_HAS_ATTEMPT_PARTITIONS):
+            return []
+        return await self._retire_each(table, age, dry_run, max_held, held_jobs, retire_attempts)
+
+    async def _retire_each(
+        self,
+        table: PartitionedTable,
+        age: float,
+        dry_run: bool,
+        max_held: int,
+        held_of: Callable[[str, str], Awaitable[Sized | int]],
+        retire_one: Callable[[str, Any], Awaitable[Any]],
+    ) -> list[Retirement]:
+        """The partitions of ``table`` past ``age``, oldest first: each one's held rows
+        read (``held_of``: the payloads' ids, or the count of the jobs whose attempts stay)
+        under no lock, then retired (``retire_one``) unless they are too many."""
         done: list[Retirement] = []
-        for part in await self._db.rows(_RETIRABLE, age=age):
-            held = [
-                r["id"] for r in await self._db.rows(_HELD, lo=part["lo"], hi=part["hi"], age=age)
-            ]
-            if dry_run or len(held) > max_held:
+        for part in await self._db.rows(_RETIRABLE, parent=table, age=age):
+            name = part["name"]
+            held = await held_of(part["lo"], part["hi"])
+            kept = held if isinstance(held, int) else len(held)
+            if dry_run or kept > max_held:
                 why = "dry_run" if dry_run else "held"
-                done.append(Retirement(part["name"], -1, len(held), False, why))
+                done.append(Retirement(name, -1, kept, False, why, table))
                 continue
-            found = int(await self._db.value(_COUNT_ROWS, part=part["name"]))
-            result = await self._db.row(_RETIRE, part=part["name"], held=held, wait=lock_wait)
+            found = int(await self._db.value(_COUNT_ROWS, part=name))
+            result = await retire_one(name, held)
             assert result is not None
             if result["moved"] is None:
-                done.append(Retirement(part["name"], found, len(held), False, "lock"))
+                done.append(Retirement(name, found, kept, False, "lock", table))
             else:
-                done.append(Retirement(part["name"], found, int(result["moved"]), True))
+                done.append(Retirement(name, found, int(result["moved"]), True, None, table))
         return done

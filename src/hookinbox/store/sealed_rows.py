@@ -108,7 +108,10 @@ class SealedRows:
             else:
                 new = self._sealer.rewrap(stored)
             if new is not None:
-                updates.append({"pk": each["pk"], "sealed": new, "old": stored})
+                row = {"pk": each["pk"], "sealed": new, "old": stored}
+                if table == "attempts":
+                    row["job"] = each["job"]
+                updates.append(row)
         if dry_run or not updates:
             batch.rewrapped = stale if dry_run else 0
             return batch

@@ -1617,6 +1617,13 @@ SELECT hookinbox_partition_rows($1);
 -- params: $1 first, $2 last
 SELECT hookinbox_payload_partitions_ahead($1::date, $2::date);
 
+-- name: partitions.create_attempts_ahead
+-- params: $1 first, $2 last
+SELECT hookinbox_attempt_partitions_ahead($1::date, $2::date);
+
+-- name: partitions.has_attempt_partitions
+SELECT to_regclass('attempts_default') IS NOT NULL;
+
 -- name: partitions.has_partitions
 SELECT to_regprocedure('hookinbox_payload_partitions_ahead(date, date, text)') IS NOT NULL;
 
@@ -1635,9 +1642,20 @@ SELECT j.delivery_id FROM jobs j
 WHERE j.state = 'completed' AND j.completed_at >= now() - make_interval(secs => $3)
   AND j.delivery_id >= $1 AND j.delivery_id < $2;
 
+-- name: partitions.held_jobs
+-- params: $1 lo, $2 hi
+SELECT count(*) FROM (
+    SELECT j.id FROM jobs j WHERE j.state = 'accepted' AND j.id >= $1 AND j.id < $2
+    UNION ALL
+    SELECT j.id FROM jobs j WHERE j.state = 'processing' AND j.id >= $1 AND j.id < $2
+    UNION ALL
+    SELECT j.id FROM jobs j WHERE j.state = 'failed' AND j.id >= $1 AND j.id < $2
+) h;
+
 -- name: partitions.listing
+-- params: $1 parent
 SELECT p.name, p.lo, p.hi, c.reltuples::bigint AS estimate
-FROM hookinbox_payload_partitions() p
+FROM hookinbox_partitions_of($1) p
 JOIN pg_class c ON c.oid = to_regclass(p.name)
 ORDER BY p.hi NULLS LAST;
 
@@ -1653,17 +1671,22 @@ WHERE p.delivery_id < $1
 LIMIT $3 FOR UPDATE OF p SKIP LOCKED;
 
 -- name: partitions.retirable
--- params: $1 age
+-- params: $1 parent, $2 age
 SELECT p.name, coalesce(p.lo, '') AS lo, p.hi
-FROM hookinbox_payload_partitions() p
+FROM hookinbox_partitions_of($1) p
 WHERE p.hi IS NOT NULL
-  AND p.hi <= hookinbox_id_floor(now() - make_interval(secs => $1))
+  AND p.hi <= hookinbox_id_floor(now() - make_interval(secs => $2))
 ORDER BY p.hi;
 
 -- name: partitions.retire
 -- params: $1 part, $2 held, $3 wait
 SELECT moved, locked_ms
 FROM hookinbox_retire_payload_partition($1, $2::text[], $3);
+
+-- name: partitions.retire_attempts
+-- params: $1 part, $2 wait
+SELECT moved, locked_ms
+FROM hookinbox_retire_attempt_partition($1, $2);
 
 -- name: queue.attempts
 -- params: $1 id
@@ -2218,12 +2241,13 @@ UPDATE payloads SET body = $1 WHERE delivery_id = $2 AND body = $3;
 UPDATE rejected_deliveries SET body = $1 WHERE id = $2 AND body = $3;
 
 -- name: sealed_rows.rewrap_snippet
--- params: $1 sealed, $2 pk, $3 old
-UPDATE attempts SET response_snippet = $1 WHERE id = $2 AND response_snippet = $3;
+-- params: $1 sealed, $2 job, $3 pk, $4 old
+UPDATE attempts SET response_snippet = $1
+WHERE job_id = $2 AND id = $3 AND response_snippet = $4;
 
 -- name: sealed_rows.snippets_page
 -- params: $1 prefix, $2 after, $3 limit
-SELECT id AS pk, response_snippet AS sealed
+SELECT id AS pk, job_id AS job, response_snippet AS sealed
 FROM attempts
 WHERE response_snippet IS NOT NULL AND substr(response_snippet, 1, 5) = $1
   AND id > $2

@@ -1748,10 +1748,11 @@ UPDATE payloads SET body = :sealed WHERE delivery_id = :pk AND body = :old;
 UPDATE rejected_deliveries SET body = :sealed WHERE id = :pk AND body = :old;
 
 -- name: sealed_rows.rewrap_snippet
-UPDATE attempts SET response_snippet = :sealed WHERE id = :pk AND response_snippet = :old;
+UPDATE attempts SET response_snippet = :sealed
+WHERE job_id = :job AND id = :pk AND response_snippet = :old;
 
 -- name: sealed_rows.snippets_page
-SELECT id AS pk, response_snippet AS sealed
+SELECT id AS pk, job_id AS job, response_snippet AS sealed
 FROM attempts
 WHERE response_snippet IS NOT NULL AND substr(response_snippet, 1, 5) = :prefix
   AND id > :after

@@ -1,6 +1,7 @@
--- PostgreSQL's payload partitions (hookinbox.store.partitions): one per UTC day of
--- delivery ids, made ahead, retired whole. The functions are migration 019's. The file
--- format: hookinbox/store/statements.py.
+-- PostgreSQL's payload and attempt partitions (hookinbox.store.partitions): one per UTC
+-- day of delivery ids (an attempt's: of its job's id, which begins with the delivery id),
+-- made ahead, retired whole. The functions are migrations 019's (payloads) and 027's
+-- (attempts). The file format: hookinbox/store/statements.py.
 
 -- name: has_partitions
 -- Whether the store's schema has its payload partitions (migration 019): a store opened
@@ -11,17 +12,25 @@ SELECT to_regprocedure('hookinbox_payload_partitions_ahead(date, date, text)') I
 -- The day partitions missing from :first to :last (UTC days); how many were made.
 SELECT hookinbox_payload_partitions_ahead(:first::date, :last::date);
 
+-- name: has_attempt_partitions
+-- Whether attempts are partitioned (migration 027).
+SELECT to_regclass('attempts_default') IS NOT NULL;
+
+-- name: create_attempts_ahead
+SELECT hookinbox_attempt_partitions_ahead(:first::date, :last::date);
+
 -- name: listing
--- Every partition with its bounds and the planner's row estimate (-1: never analyzed).
+-- Every partition of :parent with its bounds and the planner's row estimate (-1: never
+-- analyzed).
 SELECT p.name, p.lo, p.hi, c.reltuples::bigint AS estimate
-FROM hookinbox_payload_partitions() p
+FROM hookinbox_partitions_of(:parent) p
 JOIN pg_class c ON c.oid = to_regclass(p.name)
 ORDER BY p.hi NULLS LAST;
 
 -- name: retirable
--- The range partitions whose every delivery id was made before the cutoff, oldest first.
+-- The range partitions of :parent whose every id was made before the cutoff, oldest first.
 SELECT p.name, coalesce(p.lo, '') AS lo, p.hi
-FROM hookinbox_payload_partitions() p
+FROM hookinbox_partitions_of(:parent) p
 WHERE p.hi IS NOT NULL
   AND p.hi <= hookinbox_id_floor({now} - {secs:age})
 ORDER BY p.hi;
@@ -46,6 +55,18 @@ SELECT j.delivery_id FROM jobs j
 WHERE j.state = 'completed' AND j.completed_at >= {now} - {secs:age}
   AND j.delivery_id >= :lo AND j.delivery_id < :hi;
 
+-- name: held_jobs
+-- The jobs of an attempts partition whose attempts stay: unfinished or dead-lettered,
+-- through the queue's partial indexes. Read before the retiring transaction (which finds
+-- them again) to leave a day with too many for the next turn.
+SELECT count(*) FROM (
+    SELECT j.id FROM jobs j WHERE j.state = 'accepted' AND j.id >= :lo AND j.id < :hi
+    UNION ALL
+    SELECT j.id FROM jobs j WHERE j.state = 'processing' AND j.id >= :lo AND j.id < :hi
+    UNION ALL
+    SELECT j.id FROM jobs j WHERE j.state = 'failed' AND j.id >= :lo AND j.id < :hi
+) h;
+
 -- name: count_rows
 -- A partition's rows, counted before its retiring transaction (for the report).
 SELECT hookinbox_partition_rows(:part);
@@ -56,6 +77,11 @@ SELECT hookinbox_partition_rows(:part);
 -- payloads was locked against writers.
 SELECT moved, locked_ms
 FROM hookinbox_retire_payload_partition(:part, :held::text[], :wait);
+
+-- name: retire_attempts
+-- As retire, for a partition of attempts: the attempts of its held jobs move to DEFAULT.
+SELECT moved, locked_ms
+FROM hookinbox_retire_attempt_partition(:part, :wait);
 
 -- name: count_overdue_payloads
 -- The row-by-row path's share: payloads below :ceiling (the ids of a day before the

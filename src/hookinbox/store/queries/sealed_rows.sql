@@ -25,7 +25,9 @@ LIMIT :limit;
 UPDATE rejected_deliveries SET body = :sealed WHERE id = :pk AND body = :old;
 
 -- name: snippets_page
-SELECT id AS pk, response_snippet AS sealed
+-- With the job: PostgreSQL's attempts are partitioned by it (an update by id alone would
+-- probe every day's index).
+SELECT id AS pk, job_id AS job, response_snippet AS sealed
 FROM attempts
 WHERE response_snippet IS NOT NULL AND substr(response_snippet, 1, 5) = :prefix
   AND id > :after
@@ -33,4 +35,5 @@ ORDER BY id
 LIMIT :limit;
 
 -- name: rewrap_snippet
-UPDATE attempts SET response_snippet = :sealed WHERE id = :pk AND response_snippet = :old;
+UPDATE attempts SET response_snippet = :sealed
+WHERE job_id = :job AND id = :pk AND response_snippet = :old;
