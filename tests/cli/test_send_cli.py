@@ -195,3 +195,19 @@ def test_send_with_an_empty_type_is_refused_naming_the_option(tmp_path: Path) ->
         assert line.startswith(
             "hookinbox: invalid_argument: Invalid value for '--type': empty: "
         ), (event_type, line)
+
+
+def test_send_with_a_type_or_id_no_event_could_carry_is_refused_naming_the_option(
+    tmp_path: Path,
+) -> None:
+    """A line break in a type or an id would be refused by the server, or cut the header
+    that carries it for GitHub or Shopify; 256 bytes are more than the receiver stores."""
+    config = quickstart_config(tmp_path, f"sqlite:///{tmp_path}/x.db", free_port())
+    url = f"http://127.0.0.1:{free_port()}"  # never reached: refused before sending
+    for option, value in (("--type", "a\nb"), ("--type", "x" * 256), ("--id", "evt\r1")):
+        done = hookinbox(config, "send", "--source", "stripe", "--url", url, option, value)
+        assert (done.returncode, done.stdout) == (2, ""), (option, done.stdout, done.stderr)
+        (line,) = done.stderr.splitlines()
+        assert line.startswith(
+            f"hookinbox: invalid_argument: Invalid value for '{option}': not printable text"
+        ), (option, line)

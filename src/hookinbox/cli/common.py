@@ -30,6 +30,7 @@ from hookinbox.errors import HookinboxError, InvalidArgument
 from hookinbox.logs import configure_logging
 from hookinbox.ops.search import parse_when
 from hookinbox.store import Store, open_store_for
+from hookinbox.verify.edge import storable_text
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,6 +60,21 @@ class NonEmpty(click.types.StringParamType):
 
 
 NON_EMPTY = NonEmpty()
+
+
+class EventText(NonEmpty):
+    """An event's id or type as the receiver stores it (printable, at most 255 bytes): a
+    line break would be refused by the server, or cut a header that carries it, instead
+    of named here."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = super().convert(value, param, ctx)
+        if not storable_text(text):
+            self.fail("not printable text of at most 255 bytes", param, ctx)
+        return text
+
+
+EVENT_TEXT = EventText()
 
 
 class Duration(click.types.FloatParamType):

@@ -8,6 +8,7 @@ import re
 import click
 
 from hookinbox.cli.common import (
+    EVENT_TEXT,
     NON_EMPTY,
     config_option,
     fail,
@@ -30,8 +31,8 @@ def _not_json(constant: str) -> object:
 @config_option
 @click.option("--url", type=NON_EMPTY, help="Server base URL [from config server.host/port].")
 @click.option("--source", type=NON_EMPTY, help="Source name [the only source, if one].")
-@click.option("--type", "event_type", type=NON_EMPTY, default="test.event", show_default=True)
-@click.option("--id", "event_id", type=NON_EMPTY, help="Event id [a new one].")
+@click.option("--type", "event_type", type=EVENT_TEXT, default="test.event", show_default=True)
+@click.option("--id", "event_id", type=EVENT_TEXT, help="Event id [a new one].")
 @click.option("--data", default="{}", help="JSON object for the event's data.")
 @click.option("--repeat", default=1, type=click.IntRange(1, 10000), show_default=True)
 @click.option("--concurrent", is_flag=True, help="Send the repeats at the same time.")
