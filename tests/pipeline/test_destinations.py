@@ -194,6 +194,13 @@ async def test_two_worker_processes_share_max_in_flight(postgres_url: str, tmp_p
             for n in range(2)
         ]
         try:
+            # Both processes working before the first delivery: one that starts after the
+            # other has forwarded all ten (2 s at two at a time) would take none of them.
+            async def both_started() -> bool:
+                logs = [tmp_path / f"w{n}.log" for n in range(2)]
+                return all(p.exists() and "worker_started" in p.read_text() for p in logs)
+
+            await wait_for(both_started, 30, "both worker processes started")
             store = open_store_for(postgres_url)
             await store.open()
             try:
