@@ -153,8 +153,8 @@ async def _run_sql(db: str, sql: str) -> None:
 
 
 async def _retire_reached_attempts(db: str, reach: int) -> None:
-    """Retire the attempt days holding the oldest ``reach`` deliveries' jobs; print each
-    one's wall time and how long it held attempts locked."""
+    """Retire the attempt days holding the oldest ``reach`` deliveries' jobs; print how
+    long that took and how long each day held attempts locked."""
     conn = await asyncpg.connect(pg_dsn(db))
     try:
         last = await conn.fetchval(
@@ -164,13 +164,15 @@ async def _retire_reached_attempts(db: str, reach: int) -> None:
             "SELECT min(hi) FROM hookinbox_partitions_of('attempts') WHERE hi > $1", last
         )
         started = time.monotonic()
-        for row in await conn.fetch(RETIRE_OLDEST_ATTEMPTS, bound):
-            rows = await conn.fetchval("SELECT count(*) FROM attempts")
+        retired = await conn.fetch(RETIRE_OLDEST_ATTEMPTS, bound)
+        took = time.monotonic() - started
+        left = await conn.fetchval("SELECT count(*) FROM attempts")
+        for row in retired:
             print(
-                f"retired {row['name']}: {row['moved']} attempts held, locked"
-                f" {row['locked_ms']:.0f} ms, {rows:,} attempts left in the store"
+                f"retired {row['name']}: {row['moved']} attempts held,"
+                f" locked {row['locked_ms']:.0f} ms"
             )
-        print(f"retiring took {time.monotonic() - started:.2f} s")
+        print(f"retiring took {took:.2f} s; {left:,} attempts left in the store")
     finally:
         await conn.close()
 
