@@ -89,8 +89,8 @@ class Retirement:
     #: for attempts the jobs, that would be kept).
     held: int
     retired: bool
-    #: Why it stays this turn: "lock" (a lock not had in time), "held" (too many held
-    #: payloads), "dry_run"; None when retired.
+    #: Why it stays this turn: "lock" (a lock not had in time), "held" (too many rows to
+    #: keep), "dry_run"; None when retired.
     deferred: str | None = None
 
     #: The partitioned table.
