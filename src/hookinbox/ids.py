@@ -73,6 +73,16 @@ def delivery_id_seconds(delivery_id: str) -> float:
     return int(delivery_id[4:16], 16) / 1000
 
 
+def delivery_id_after(delivery_id: str) -> str:
+    """The first id of the millisecond after ``delivery_id``'s: above every id that
+    begins with it (its jobs' ids), in any collation. An id of another shape (made by
+    hand) gets the highest character after it."""
+    try:
+        return f"dlv_{int(delivery_id[4:16], 16) + 1:012x}"
+    except ValueError:
+        return f"{delivery_id}\U0010ffff"
+
+
 def delivery_id_floor(unix_seconds: float) -> str:
     """The smallest delivery id made at or after ``unix_seconds``: a time range over the
     journal is a range over its primary key."""

@@ -329,7 +329,7 @@ async def test_a_purge_batch_deletes_the_children_of_its_rows_in_one_call_per_ta
     assert calls == {
         "hookinbox_delete_deliveries_jobs": 1,
         "hookinbox_delete_deliveries_payloads": 1,
-        "hookinbox_delete_jobs_attempts": 1,
+        "hookinbox_delete_jobs_rows": 1,
     }
     assert left == {"deliveries": 2, "payloads": 2, "jobs": 2, "attempts": 2}
 

@@ -544,12 +544,12 @@ class PurgeStep(_Output):
 
 
 class PartitionRetirement(_Output):
-    table: Literal["payloads", "attempts"] = Field(description="The partitioned table")
+    table: Literal["payloads", "attempts", "jobs"] = Field(description="The partitioned table")
     name: str
     rows: int = Field(description="Rows it held (-1: not counted, a dry run or deferred)")
     held: int = Field(
         description="Rows kept past their day (moved to the DEFAULT partition); deferred or "
-        "a dry run: the payloads, or the jobs whose attempts, would be kept"
+        "a dry run: the payloads, the jobs whose attempts, or the jobs that would be kept"
     )
     retired: bool
     deferred: Literal["lock", "held", "dry_run"] | None = Field(

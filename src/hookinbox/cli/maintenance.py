@@ -100,14 +100,15 @@ def purge(
                 f"{each.held} held (kept in the default partition)"
             )
         elif each.deferred == "dry_run":
-            kept = (
-                f"{each.held} payloads"
-                if each.table == "payloads"
-                else f"the attempts of {each.held} jobs"
-            )
+            kept = {
+                "payloads": f"{each.held} payloads",
+                "attempts": f"the attempts of {each.held} jobs",
+            }.get(each.table, f"{each.held} jobs")
             click.echo(f"partition {each.name}: would retire, {kept} held")
         else:
-            held = "payloads" if each.table == "payloads" else "jobs whose attempts stay"
+            held = {"payloads": "payloads", "attempts": "jobs whose attempts stay"}.get(
+                each.table, "jobs"
+            )
             reason = "a lock was busy" if each.deferred == "lock" else f"too many held {held}"
             click.echo(f"partition {each.name}: not retired this time ({reason})")
     if report.partitions or report.partitions_made:

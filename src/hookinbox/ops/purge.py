@@ -1,10 +1,10 @@
 """Retention: drop payloads soon after processing, journal keys after the key retention.
 
-On PostgreSQL, payloads and attempts are partitioned by day
+On PostgreSQL, payloads, attempts and jobs are partitioned by day
 (:mod:`hookinbox.store.partitions`): each purge first makes the partitions of the days
 ahead that are missing and retires, whole, the days of payloads past the payload
-retention and, but for ``payloads_only``, the days of attempts past the key retention
-(one short transaction each). Then three steps, each in bounded batches (one short
+retention and, but for ``payloads_only``, the days of attempts and jobs past the key
+retention (one short transaction each). Then three steps, each in bounded batches (one short
 transaction per batch):
 
 1. payloads of deliveries whose jobs all completed more than ``payload_retention`` ago
@@ -129,7 +129,7 @@ class PurgeResult:
     dry_run: bool
     steps: list[PurgedKind]
     #: PostgreSQL's day partitions of payloads past the payload retention and of attempts
-    #: past the key retention: retired, or why not this time (empty on SQLite).
+    #: and jobs past the key retention: retired, or why not this time (empty on SQLite).
     partitions: list[Retirement] = field(default_factory=list)
     #: Day partitions made ahead by this purge.
     partitions_made: int = 0
@@ -205,9 +205,10 @@ async def _purge(
             f"{_human(window)}: a late provider retry would look new"
         )
     made, retired = await _partitions(store, ops.payload_retention, dry_run)
-    # The attempts of the days whose journal rows go now leave by DROP before the journal
-    # batches run, so that their cascade finds none of them to delete.
+    # The attempts and jobs of the days whose journal rows go now leave by DROP before the
+    # journal batches run, so that their cascade finds none of them to delete.
     retired += await store.partitions.retire(key_age, table="attempts", dry_run=dry_run)
+    retired += await store.partitions.retire(key_age, table="jobs", dry_run=dry_run)
     for step, step_age in (
         (_payloads(store), ops.payload_retention),
         (_deliveries(store), key_age),

@@ -84,6 +84,17 @@ class _Macro:
         return self._render(arg)
 
 
+def _postgres_jobs_of(delivery_id: str) -> str:
+    """The jobs ``j`` of a journal row, named by their range of ids too (a job's id is
+    its delivery's, ':', its action): over the days of jobs (migration 028) the range
+    leaves one day in the plan where the delivery id alone leaves every day."""
+    return (
+        f'j.delivery_id = {delivery_id} COLLATE "default"'
+        f' AND j.id >= {delivery_id} COLLATE "default"'
+        f' AND j.id < hookinbox_id_after({delivery_id}) COLLATE "default"'
+    )
+
+
 class Dialect:
     def __init__(
         self,
@@ -104,6 +115,11 @@ class Dialect:
         if done is None:
             done = self._cache[sql] = self._render(sql.text)
         return done
+
+    def forget(self, sql: Sql) -> None:
+        """Drop a statement's rendering: for a statement made at run time
+        (:func:`hookinbox.store.sql.pinned`) that is not run again."""
+        self._cache.pop(sql, None)
 
     def render_schema(self, template: str) -> str:
         """A migration template as this database runs it."""
@@ -139,8 +155,9 @@ POSTGRES = Dialect(
         "xact_lock": lambda x: f"pg_advisory_xact_lock(hashtext(:{x}))",
         "job_states": lambda _: (
             "(SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j"
-            ' WHERE j.delivery_id = d.id COLLATE "default")'
+            f" WHERE {_postgres_jobs_of('d.id')})"
         ),
+        "jobs_of": lambda x: _postgres_jobs_of(x),
         "table_exists": lambda x: f"to_regclass(:{x}) IS NOT NULL",
         # hookinbox_payload_json (migration 006) is NULL for a body that is not JSON; its
         # high declared cost has the planner check the byte search first.
@@ -181,6 +198,7 @@ SQLITE = Dialect(
             "(SELECT group_concat(state) FROM (SELECT state FROM jobs j"
             " WHERE j.delivery_id = d.id ORDER BY action))"
         ),
+        "jobs_of": lambda x: f"j.delivery_id = {x}",
         "table_exists": lambda x: (
             f"EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :{x})"
         ),

@@ -9,9 +9,10 @@ that row alone.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -24,8 +25,11 @@ from hookinbox.store.hot_path import (
     order_horizon,
 )
 from hookinbox.store.records import ClaimedJob, NewDelivery, Reservation
-from hookinbox.store.sql import Step, one_step
+from hookinbox.store.sql import Sql, Step, one_step, pinned
 from hookinbox.store.statements import load_postgres_statements
+
+if TYPE_CHECKING:
+    from hookinbox.store.driver import Driver
 
 _SQL = load_postgres_statements("hot_path")
 _RESERVE = _SQL["reserve"]
@@ -33,6 +37,16 @@ _CLAIM = _SQL["claim"]
 _SETTLE = _SQL["settle"]
 _SETTLE_AND_CLAIM = _SQL["settle_and_claim"]
 _FAIL_EXHAUSTED = _SQL["fail_exhausted"]
+_HAS_JOB_FLOOR = _SQL["has_job_floor"]
+_JOB_FLOOR = _SQL["job_floor"]
+
+#: How often a worker asks again for the first day holding due jobs: a job made due
+#: again in an older day (a replay of a dead letter) waits at most this long.
+FLOOR_REFRESH = 2.0
+#: The claim and settle statements kept written for this many floors (a floor moves at
+#: most a few times a day).
+_PINNED_KEPT = 4
+_DAY_MS = 86_400_000
 
 #: A reservation that takes longer is answered 503: providers wait 10-30 s for an answer,
 #: and a retry later beats a timeout now.
@@ -71,6 +85,25 @@ def _settle_batch(batch: Sequence[Mapping[str, Any]]) -> str:
     return _json(list(map(_SETTLE_ROW, batch)))
 
 
+def day_floor(job_id: str) -> str:
+    """The first id of the UTC day a job (or delivery) id was made in; '' for an id not
+    made by :func:`hookinbox.ids.new_delivery_id` (nothing pruned)."""
+    try:
+        ms = int(job_id[4:16], 16)
+    except ValueError:
+        return ""
+    return f"dlv_{ms - ms % _DAY_MS:012x}" if job_id.startswith("dlv_") else ""
+
+
+def _batch_floor(batch: Sequence[Mapping[str, Any]], claim_floor: str | None) -> str:
+    """The floor of a settle: the day of its smallest job id, or the claim's if smaller
+    (a settle alone has none: ``None``)."""
+    floor = day_floor(min(params["id"] for params in batch)) if batch else ""
+    if claim_floor is None:
+        return floor
+    return min(floor, claim_floor) if batch else claim_floor
+
+
 def _one_per_event(items: Sequence[NewDelivery]) -> list[NewDelivery]:
     """The items one statement may carry: the first of each event, in order; the others
     wait for the next statement. The batcher folds repeats of one body, but one event may
@@ -88,6 +121,43 @@ def _one_per_event(items: Sequence[NewDelivery]) -> list[NewDelivery]:
 
 
 class PostgresHotPath(HotPath):
+    """On a store whose jobs are partitioned by day (migration 028), the worker's
+    statements name the first day they can touch, written in as a constant
+    (:func:`~hookinbox.store.sql.pinned`): their plans, made once, leave the older days
+    of finished jobs out instead of locking every day at each run."""
+
+    def __init__(self, db: Driver) -> None:
+        super().__init__(db)
+        self._floor = ""
+        self._floor_at = -FLOOR_REFRESH
+        self._partitioned = False
+        #: floor -> (claim, settle, settle_and_claim) with it written in.
+        self._pinned: dict[str, tuple[Sql, Sql, Sql]] = {}
+
+    async def _claim_floor(self) -> str:
+        """The first id a claim must read, asked again every :data:`FLOOR_REFRESH`."""
+        now = time.monotonic()
+        if now - self._floor_at >= FLOOR_REFRESH:
+            self._floor_at = now
+            if not self._partitioned:
+                self._partitioned = bool(await self._db.value(_HAS_JOB_FLOOR))
+            if self._partitioned:
+                self._floor = str(await self._db.value(_JOB_FLOOR) or "")
+        return self._floor
+
+    def _statements(self, floor: str) -> tuple[Sql, Sql, Sql]:
+        found = self._pinned.get(floor)
+        if found is None:
+            if len(self._pinned) >= _PINNED_KEPT:
+                for sql in self._pinned.pop(next(iter(self._pinned))):
+                    self._db.dialect.forget(sql)
+            found = self._pinned[floor] = (
+                pinned(_CLAIM, "floor", floor),
+                pinned(_SETTLE, "floor", floor),
+                pinned(_SETTLE_AND_CLAIM, "floor", floor),
+            )
+        return found
+
     async def reserve_batch(self, items: Sequence[NewDelivery]) -> list[Reservation]:
         answers: dict[str, Reservation] = {}
         pending = list(items)
@@ -144,8 +214,9 @@ class PostgresHotPath(HotPath):
         self, worker_id: str, limit: int, lease_seconds: float, order_grace: float = 0.0
     ) -> list[ClaimedJob]:
         token = new_lease_token()
+        claim_sql, _, _ = self._statements(await self._claim_floor())
         found = await self._db.rows_planned_once(
-            _CLAIM,
+            claim_sql,
             limit=limit,
             horizon=order_horizon(order_grace),
             token=token,
@@ -156,7 +227,8 @@ class PostgresHotPath(HotPath):
         return [ClaimedJob.from_row(r, token) for r in found]
 
     async def settle(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
-        found = await self._db.rows_planned_once(_SETTLE, batch=_settle_batch(batch))
+        _, settle_sql, _ = self._statements(_batch_floor(batch, None))
+        found = await self._db.rows_planned_once(settle_sql, batch=_settle_batch(batch))
         settled = {r["id"] for r in found}
         return [params["id"] in settled for params in batch]
 
@@ -169,8 +241,9 @@ class PostgresHotPath(HotPath):
         order_grace: float = 0.0,
     ) -> tuple[list[bool], list[ClaimedJob]]:
         token = new_lease_token()
+        _, _, turn_sql = self._statements(_batch_floor(batch, await self._claim_floor()))
         found = await self._db.rows_planned_once(
-            _SETTLE_AND_CLAIM,
+            turn_sql,
             batch=_settle_batch(batch),
             limit=limit,
             horizon=order_horizon(order_grace),

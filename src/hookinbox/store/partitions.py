@@ -1,5 +1,5 @@
-"""PostgreSQL's payload and attempt partitions: one per UTC day of delivery ids, made
-ahead, retired whole by dropping them (SQLite has none: its purge deletes rows).
+"""PostgreSQL's payload, attempt and job partitions: one per UTC day of delivery ids,
+made ahead, retired whole by dropping them (SQLite has none: its purge deletes rows).
 
 Delivery ids begin with their millisecond in hex, so a day is a range of ids and the
 payloads' primary key (the delivery id) stays one global key. ``hookinbox migrate`` and
@@ -9,8 +9,11 @@ kept past their day. A day retires once every id in it was made more than the pa
 retention ago: its payloads still needed (a job unfinished, failed, or completed within
 the retention) move to DEFAULT and the rest go with the partition, in one short
 transaction whose locks wait at most :data:`LOCK_WAIT` (else it is tried next turn). The
-journal needs no mark: a payload is "retained" while its row exists. The functions the
-statements call are migration 019's; docs/store.md, "Partitions", shows how to look.
+journal needs no mark: a payload is "retained" while its row exists. Attempts and jobs
+retire by day at the key retention, the unfinished and dead-lettered jobs (and their
+attempts) kept in DEFAULT; the ledger rows of a retired day's jobs go after it, in
+batches. The functions the statements call are migrations 019's, 027's and 028's;
+docs/store.md, "Partitions", shows how to look.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ if TYPE_CHECKING:
 _SQL = load_postgres_statements("partitions")
 _HAS_PARTITIONS = _SQL["has_partitions"]
 _HAS_ATTEMPT_PARTITIONS = _SQL["has_attempt_partitions"]
+_HAS_JOB_PARTITIONS = _SQL["has_job_partitions"]
 _CREATE_AHEAD = _SQL["create_ahead"]
 _CREATE_ATTEMPTS_AHEAD = _SQL["create_attempts_ahead"]
+_CREATE_JOBS_AHEAD = _SQL["create_jobs_ahead"]
 _LISTING = _SQL["listing"]
 _RETIRABLE = _SQL["retirable"]
 _HELD = _SQL["held"]
@@ -38,10 +43,14 @@ _HELD_JOBS = _SQL["held_jobs"]
 _COUNT_ROWS = _SQL["count_rows"]
 _RETIRE = _SQL["retire"]
 _RETIRE_ATTEMPTS = _SQL["retire_attempts"]
+_RETIRE_JOBS = _SQL["retire_jobs"]
+_DROP_RETIRED_LEDGER = (_SQL["drop_retired_effects"], _SQL["drop_retired_superseded"])
 
-PartitionedTable = Literal["payloads", "attempts"]
+PartitionedTable = Literal["payloads", "attempts", "jobs"]
 #: The partitioned tables, in the order they are listed.
-PARTITIONED: tuple[PartitionedTable, ...] = ("payloads", "attempts")
+PARTITIONED: tuple[PartitionedTable, ...] = ("payloads", "attempts", "jobs")
+#: The ledger rows of a retired day's jobs deleted per statement.
+LEDGER_BATCH = 5_000
 
 #: Days made ahead of today (UTC), so a missing partition is never the receiver's problem.
 DAYS_AHEAD = 3
@@ -122,8 +131,12 @@ class Partitions:
         first = today or datetime.now(UTC).date()
         last = first + timedelta(days)
         made = int(await self._db.value(_CREATE_AHEAD, first=first, last=last) or 0)
-        if await self._db.value(_HAS_ATTEMPT_PARTITIONS):
-            made += int(await self._db.value(_CREATE_ATTEMPTS_AHEAD, first=first, last=last) or 0)
+        for has, create in (
+            (_HAS_ATTEMPT_PARTITIONS, _CREATE_ATTEMPTS_AHEAD),
+            (_HAS_JOB_PARTITIONS, _CREATE_JOBS_AHEAD),
+        ):
+            if await self._db.value(has):
+                made += int(await self._db.value(create, first=first, last=last) or 0)
         return made
 
     async def listing(self) -> list[PartitionInfo]:
@@ -145,8 +158,9 @@ class Partitions:
         max_held: int = MAX_HELD,
     ) -> list[Retirement]:
         """Retire every day partition of ``table`` whose ids were all made more than
-        ``older_than_seconds`` ago (for payloads the payload retention, for attempts the
-        key retention), oldest first."""
+        ``older_than_seconds`` ago (for payloads the payload retention, for attempts and
+        jobs the key retention), oldest first. A day of jobs retired, the ledger rows of
+        its jobs go after it."""
         if not self.enabled:
             return []
         age = float(older_than_seconds)
@@ -163,13 +177,34 @@ class Partitions:
         async def retire_attempts(name: str, _held: int) -> Any:
             return await self._db.row(_RETIRE_ATTEMPTS, part=name, wait=lock_wait)
 
+        async def retire_jobs(name: str, _held: int) -> Any:
+            return await self._db.row(_RETIRE_JOBS, part=name, wait=lock_wait)
+
         if table == "payloads":
             return await self._retire_each(
                 table, age, dry_run, max_held, held_payloads, retire_payloads
             )
-        if not await self._db.value(_HAS_ATTEMPT_PARTITIONS):
+        if table == "attempts":
+            if not await self._db.value(_HAS_ATTEMPT_PARTITIONS):
+                return []
+            return await self._retire_each(
+                table, age, dry_run, max_held, held_jobs, retire_attempts
+            )
+        if not await self._db.value(_HAS_JOB_PARTITIONS):
             return []
-        return await self._retire_each(table, age, dry_run, max_held, held_jobs, retire_attempts)
+        return await self._retire_each(table, age, dry_run, max_held, held_jobs, retire_jobs)
+
+    async def drop_retired_ledger(self, lo: str, hi: str) -> int:
+        """The ledger rows (effects, superseded effects) of the jobs of ids ``lo`` to
+        ``hi`` that are gone, in batches of :data:`LEDGER_BATCH`; how many went."""
+        gone = 0
+        for statement in _DROP_RETIRED_LEDGER:
+            while True:
+                batch = await self._db.count(statement, lo=lo, hi=hi, limit=LEDGER_BATCH)
+                gone += batch
+                if batch < LEDGER_BATCH:
+                    break
+        return gone
 
     async def _retire_each(
         self,
@@ -197,6 +232,8 @@ class Partitions:
             assert result is not None
             if result["moved"] is None:
                 done.append(Retirement(name, found, kept, False, "lock", table))
-            else:
-                done.append(Retirement(name, found, int(result["moved"]), True, None, table))
+                continue
+            done.append(Retirement(name, found, int(result["moved"]), True, None, table))
+            if table == "jobs":
+                await self.drop_retired_ledger(part["lo"], part["hi"])
         return done

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from hookinbox.ids import delivery_id_floor
+from hookinbox.ids import delivery_id_after, delivery_id_floor
 from hookinbox.store.dialect import POSTGRES
 from hookinbox.store.sql import Sql, Tx, count, rows
 from hookinbox.store.statements import load_postgres_statements, load_statements
@@ -51,6 +51,13 @@ def _purge(batch: Sql, drops: tuple[Sql, ...], age: float, limit: int, **more: o
 _BATCH_READS = 3
 
 
+def _jobs_span(delivery_ids: list[str]) -> dict[str, str]:
+    """The range of the job ids of these journal rows: from the smallest delivery id to
+    the first id of the millisecond after the largest (a job's id is its delivery's,
+    ':', its action)."""
+    return {"lo": min(delivery_ids), "hi": delivery_id_after(max(delivery_ids))}
+
+
 def _purge_journal(age: float, limit: int, ceiling: str) -> Tx[int]:
     """A journal batch: its rows, then their jobs locked (``lock_batch_jobs``), then the
     rows whose jobs are all still completed deleted with everything that is theirs."""
@@ -59,12 +66,14 @@ def _purge_journal(age: float, limit: int, ceiling: str) -> Tx[int]:
         if not found:
             return 0
         ids = [each["id"] for each in found]
-        jobs = yield rows(_LOCK_BATCH_JOBS, ids=ids)
+        span = _jobs_span(ids)
+        jobs = yield rows(_LOCK_BATCH_JOBS, ids=ids, **span)
         unfinished = {job["delivery_id"] for job in jobs if job["state"] != "completed"}
         ids = [delivery_id for delivery_id in ids if delivery_id not in unfinished]
         if ids:
-            for drop in (_DROP_EFFECTS, _DROP_SUPERSEDED, _DROP_DELIVERIES):
-                yield count(drop, ids=ids)
+            for drop in (_DROP_EFFECTS, _DROP_SUPERSEDED):
+                yield count(drop, ids=ids, **span)
+            yield count(_DROP_DELIVERIES, ids=ids)
             return len(ids)
     return 0
 

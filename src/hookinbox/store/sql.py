@@ -16,6 +16,7 @@ statement can interleave) and awaited on one pooled PostgreSQL connection inside
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,6 +48,21 @@ class Sql:
 
     def __repr__(self) -> str:
         return f"Sql({self.name or self.text!r})"
+
+
+#: What :func:`pinned` writes into a statement: a day's first delivery id, or nothing.
+_PINNABLE = re.compile(r"(?:dlv_[0-9a-f]{12})?")
+
+
+def pinned(sql: Sql, name: str, value: str) -> Sql:
+    """``sql`` with its parameter ``name`` written in as a constant. The one exception
+    to "nothing is formatted into SQL", for PostgreSQL's partitions: a constant prunes
+    the days a statement cannot touch when its plan is made, a parameter of a plan made
+    once only when it runs, after every day was locked. Only a day's first id (or the
+    empty string) is written; anything else is refused."""
+    if not _PINNABLE.fullmatch(value):
+        raise ValueError(f"{sql.name}: {name} cannot be written in as {value!r}")
+    return Sql(re.sub(rf":{name}\b", f"'{value}'", sql.text), sql.name)
 
 
 @dataclass(slots=True)

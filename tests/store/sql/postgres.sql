@@ -276,42 +276,43 @@ WHERE id = ANY($4)
 RETURNING id, delivery_id, source, action, attempts, max_attempts, trigger;
 
 -- name: hot_path.claim
--- params: $1 horizon, $2 limit, $3 token, $4 worker, $5 lease, $6 outcome, $7 error
+-- params: $1 floor, $2 horizon, $3 limit, $4 token, $5 worker, $6 lease, $7 outcome, $8 error
 WITH
 waiting AS (
     SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs j
-    WHERE state = 'accepted' AND next_attempt_at <= now()
-      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < $1 AND NOT EXISTS (
+    WHERE state = 'accepted' AND next_attempt_at <= now() AND j.id >= $1
+      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < $2 AND NOT EXISTS (
           SELECT 1 FROM jobs e
-          WHERE e.order_key = j.order_key AND e.id < j.id
+          WHERE e.order_key = j.order_key AND e.id < j.id AND e.id >= $1
             AND e.order_key IS NOT NULL AND e.state <> 'completed'
             AND (e.state <> 'failed' OR e.order_hold))) END
-    ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
+    ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED
 ),
 lapsed AS (
     SELECT id, lease_expires_at AS due_at, true AS lapsed,
            attempts, trigger, leased_by, leased_at
     FROM jobs
     WHERE state = 'processing' AND lease_expires_at < now() AND attempts < max_attempts
-    ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      AND id >= $1
+    ORDER BY lease_expires_at LIMIT $3 FOR UPDATE SKIP LOCKED
 ),
 picked AS (
     SELECT id, lapsed FROM (
         SELECT id, due_at, lapsed FROM waiting UNION ALL SELECT id, due_at, lapsed FROM lapsed
-    ) AS due ORDER BY due_at LIMIT $2
+    ) AS due ORDER BY due_at LIMIT $3
 ),
 claimed AS (
     UPDATE jobs j
-    SET state = 'processing', attempts = attempts + 1, lease_token = $3,
-        leased_by = $4, leased_at = now(), lease_expires_at = now() + make_interval(secs => $5),
+    SET state = 'processing', attempts = attempts + 1, lease_token = $4,
+        leased_by = $5, leased_at = now(), lease_expires_at = now() + make_interval(secs => $6),
         updated_at = now()
-    WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
+    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.id >= $1
     RETURNING j.id, j.delivery_id, j.source, j.action, j.attempts, j.max_attempts, j.trigger
 ),
 expired AS (
     INSERT INTO attempts (job_id, number, trigger, worker, started_at, ended_at, outcome,
                           error_code)
-    SELECT l.id, l.attempts, l.trigger, l.leased_by, l.leased_at, now(), $6, $7
+    SELECT l.id, l.attempts, l.trigger, l.leased_by, l.leased_at, now(), $7, $8
     FROM lapsed l
     WHERE l.id = ANY(ARRAY(SELECT id FROM picked WHERE lapsed))
 )
@@ -445,6 +446,9 @@ SET state = $1, last_error = coalesce($2, last_error),
     lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = now()
 WHERE id = $6 AND lease_token = $7 AND state = 'processing';
 
+-- name: hot_path.has_job_floor
+SELECT to_regprocedure('hookinbox_job_floor()') IS NOT NULL;
+
 -- name: hot_path.held_leases
 -- params: $1 ids
 SELECT id, lease_token FROM jobs WHERE id = ANY($1) AND state = 'processing' FOR UPDATE;
@@ -467,6 +471,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, now(),
 -- name: hot_path.insert_payload
 -- params: $1 id, $2 body, $3 headers
 INSERT INTO payloads (delivery_id, body, headers) VALUES ($1, $2, $3);
+
+-- name: hot_path.job_floor
+SELECT hookinbox_job_floor();
 
 -- name: hot_path.reserve
 -- params: $1 items, $2 bodies, $3 jobs
@@ -527,7 +534,7 @@ WHERE source = $3 AND event_id = $4
 RETURNING id, body_sha256;
 
 -- name: hot_path.settle
--- params: $1 batch
+-- params: $1 batch, $2 floor
 WITH
 settle AS (
     SELECT (e->>0)::text AS s_id, (e->>1)::text AS s_token, (e->>2)::text AS s_state,
@@ -540,7 +547,7 @@ settle AS (
 ),
 held AS MATERIALIZED (
     SELECT id, attempts, trigger, leased_by, leased_at FROM jobs
-    WHERE id = ANY(ARRAY(SELECT s_id FROM settle))
+    WHERE id = ANY(ARRAY(SELECT s_id FROM settle)) AND id >= $2
 ),
 done AS (
     UPDATE jobs j
@@ -551,7 +558,7 @@ done AS (
         completed_at = CASE WHEN s_state = 'completed' THEN now() ELSE completed_at END,
         failed_at = CASE WHEN s_state = 'failed' THEN now() ELSE failed_at END,
         lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = now()
-    FROM settle WHERE j.id = ANY(ARRAY(SELECT s_id FROM settle))
+    FROM settle WHERE j.id = ANY(ARRAY(SELECT s_id FROM settle)) AND j.id >= $2
       AND j.id = s_id AND j.lease_token = s_token AND j.state = 'processing'
     RETURNING j.id, settle.*
 ),
@@ -568,7 +575,7 @@ ended AS (
 SELECT id FROM done;
 
 -- name: hot_path.settle_and_claim
--- params: $1 batch, $2 horizon, $3 limit, $4 token, $5 worker, $6 lease, $7 outcome, $8 error
+-- params: $1 batch, $2 floor, $3 horizon, $4 limit, $5 token, $6 worker, $7 lease, $8 outcome, $9 error
 WITH
 settle AS (
     SELECT (e->>0)::text AS s_id, (e->>1)::text AS s_token, (e->>2)::text AS s_state,
@@ -581,7 +588,7 @@ settle AS (
 ),
 held AS MATERIALIZED (
     SELECT id, attempts, trigger, leased_by, leased_at FROM jobs
-    WHERE id = ANY(ARRAY(SELECT s_id FROM settle))
+    WHERE id = ANY(ARRAY(SELECT s_id FROM settle)) AND id >= $2
 ),
 done AS (
     UPDATE jobs j
@@ -592,7 +599,7 @@ done AS (
         completed_at = CASE WHEN s_state = 'completed' THEN now() ELSE completed_at END,
         failed_at = CASE WHEN s_state = 'failed' THEN now() ELSE failed_at END,
         lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = now()
-    FROM settle WHERE j.id = ANY(ARRAY(SELECT s_id FROM settle))
+    FROM settle WHERE j.id = ANY(ARRAY(SELECT s_id FROM settle)) AND j.id >= $2
       AND j.id = s_id AND j.lease_token = s_token AND j.state = 'processing'
     RETURNING j.id, settle.*
 ),
@@ -608,43 +615,44 @@ ended AS (
 ),
 waiting AS (
     SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs j
-    WHERE state = 'accepted' AND next_attempt_at <= now()
+    WHERE state = 'accepted' AND next_attempt_at <= now() AND j.id >= $2
       AND NOT (id = ANY(ARRAY(SELECT s_id FROM settle)))
-      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < $2 AND NOT EXISTS (
+      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < $3 AND NOT EXISTS (
           SELECT 1 FROM jobs e
-          WHERE e.order_key = j.order_key AND e.id < j.id
+          WHERE e.order_key = j.order_key AND e.id < j.id AND e.id >= $2
             AND e.order_key IS NOT NULL AND e.state <> 'completed'
             AND (e.state <> 'failed' OR e.order_hold)
             AND NOT EXISTS (
                 SELECT 1 FROM done WHERE done.id = e.id AND (done.s_state = 'completed'
                     OR (done.s_state = 'failed' AND NOT e.order_hold))))) END
-    ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED
+    ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED
 ),
 lapsed AS (
     SELECT id, lease_expires_at AS due_at, true AS lapsed,
            attempts, trigger, leased_by, leased_at
     FROM jobs
     WHERE state = 'processing' AND lease_expires_at < now() AND attempts < max_attempts
+      AND id >= $2
       AND NOT (id = ANY(ARRAY(SELECT s_id FROM settle)))
-    ORDER BY lease_expires_at LIMIT $3 FOR UPDATE SKIP LOCKED
+    ORDER BY lease_expires_at LIMIT $4 FOR UPDATE SKIP LOCKED
 ),
 picked AS (
     SELECT id, lapsed FROM (
         SELECT id, due_at, lapsed FROM waiting UNION ALL SELECT id, due_at, lapsed FROM lapsed
-    ) AS due ORDER BY due_at LIMIT $3
+    ) AS due ORDER BY due_at LIMIT $4
 ),
 claimed AS (
     UPDATE jobs j
-    SET state = 'processing', attempts = attempts + 1, lease_token = $4,
-        leased_by = $5, leased_at = now(), lease_expires_at = now() + make_interval(secs => $6),
+    SET state = 'processing', attempts = attempts + 1, lease_token = $5,
+        leased_by = $6, leased_at = now(), lease_expires_at = now() + make_interval(secs => $7),
         updated_at = now()
-    WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
+    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.id >= $2
     RETURNING j.id, j.delivery_id, j.source, j.action, j.attempts, j.max_attempts, j.trigger
 ),
 expired AS (
     INSERT INTO attempts (job_id, number, trigger, worker, started_at, ended_at, outcome,
                           error_code)
-    SELECT l.id, l.attempts, l.trigger, l.leased_by, l.leased_at, now(), $7, $8
+    SELECT l.id, l.attempts, l.trigger, l.leased_by, l.leased_at, now(), $8, $9
     FROM lapsed l
     WHERE l.id = ANY(ARRAY(SELECT id FROM picked WHERE lapsed))
 )
@@ -1041,7 +1049,7 @@ ORDER BY action;
 -- params: $1 source, $2 before, $3 status, $4 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default") AS states
 FROM deliveries d
 WHERE (d.source = $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
@@ -1067,7 +1075,7 @@ SELECT body FROM payloads WHERE delivery_id = $1;
 -- params: $1 floor, $2 ceiling, $3 before, $4 ref, $5 type, $6 source, $7 status, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states, p.body AS body
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default") AS states, p.body AS body
 FROM payloads p JOIN deliveries d ON d.id = p.delivery_id
 WHERE p.delivery_id >= $1 AND (p.delivery_id < $2 OR $2 IS NULL)
   AND (p.delivery_id < $3 OR $3 IS NULL)
@@ -1094,7 +1102,7 @@ LIMIT $8;
 -- params: $1 type, $2 floor, $3 ceiling, $4 source, $5 status, $6 before, $7 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default") AS states
 FROM deliveries d
 WHERE (lower(d.event_type) LIKE $1 ESCAPE '\' OR $1 IS NULL)
   AND (d.id >= $2 OR $2 IS NULL)
@@ -1119,7 +1127,7 @@ LIMIT $7;
 -- params: $1 floor, $2 ceiling, $3 needle, $4 payload_path, $5 payload_value, $6 type, $7 source, $8 status, $9 before, $10 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id = ANY(ARRAY(SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
          AND (p.delivery_id < $2 OR $2 IS NULL) AND position($3 IN p.body) > 0 AND hookinbox_payload_json(p.body) #> string_to_array($4, '.') = CAST($5 AS jsonb)))
@@ -1146,7 +1154,7 @@ LIMIT $10;
 -- params: $1 ref, $2 type, $3 floor, $4 ceiling, $5 source, $6 status, $7 before, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1
@@ -1180,7 +1188,7 @@ LIMIT $8;
 -- params: $1 ref, $2 floor, $3 ceiling, $4 needle, $5 payload_path, $6 payload_value, $7 type, $8 source, $9 status, $10 before, $11 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1
@@ -1216,7 +1224,7 @@ LIMIT $11;
 -- params: $1 ref, $2 type, $3 floor, $4 ceiling, $5 source, $6 status, $7 before, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1
@@ -1251,7 +1259,7 @@ LIMIT $8;
 -- params: $1 ref, $2 floor, $3 ceiling, $4 needle, $5 payload_path, $6 payload_value, $7 type, $8 source, $9 status, $10 before, $11 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1
@@ -1288,7 +1296,7 @@ LIMIT $11;
 -- params: $1 ref, $2 type, $3 floor, $4 ceiling, $5 source, $6 status, $7 before, $8 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1
@@ -1323,7 +1331,7 @@ LIMIT $8;
 -- params: $1 ref, $2 floor, $3 ceiling, $4 needle, $5 payload_path, $6 payload_value, $7 type, $8 source, $9 status, $10 before, $11 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT id FROM deliveries WHERE id = $1
          UNION ALL SELECT id FROM deliveries WHERE event_id = $1
@@ -1360,7 +1368,7 @@ LIMIT $11;
 -- params: $1 type, $2 floor, $3 ceiling, $4 source, $5 status, $6 before, $7 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (lower(d.event_type) LIKE $1 ESCAPE '\' OR $1 IS NULL)
@@ -1386,7 +1394,7 @@ LIMIT $7;
 -- params: $1 floor, $2 ceiling, $3 needle, $4 payload_path, $5 payload_value, $6 type, $7 source, $8 status, $9 before, $10 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND d.id = ANY(ARRAY(SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
@@ -1414,7 +1422,7 @@ LIMIT $10;
 -- params: $1 type, $2 floor, $3 ceiling, $4 source, $5 status, $6 before, $7 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (lower(d.event_type) LIKE $1 ESCAPE '\' OR $1 IS NULL)
@@ -1440,7 +1448,7 @@ LIMIT $7;
 -- params: $1 floor, $2 ceiling, $3 needle, $4 payload_path, $5 payload_value, $6 type, $7 source, $8 status, $9 before, $10 limit
 SELECT d.id, d.source, d.event_id, d.event_type, d.body_sha256, d.first_seen_at, d.last_seen_at,
 d.delivery_count, d.conflicts, d.origin,
-EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default") AS states
+EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") AS payload_retained, (SELECT string_agg(j.state, ',' ORDER BY j.action) FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default") AS states
 FROM deliveries d
 WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND d.id = ANY(ARRAY(SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.delivery_id >= $1
@@ -1621,8 +1629,33 @@ SELECT hookinbox_payload_partitions_ahead($1::date, $2::date);
 -- params: $1 first, $2 last
 SELECT hookinbox_attempt_partitions_ahead($1::date, $2::date);
 
+-- name: partitions.create_jobs_ahead
+-- params: $1 first, $2 last
+SELECT hookinbox_job_partitions_ahead($1::date, $2::date);
+
+-- name: partitions.drop_retired_effects
+-- params: $1 lo, $2 hi, $3 limit
+DELETE FROM effects
+WHERE key = ANY(ARRAY(
+    SELECT e.key FROM effects e
+    WHERE e.job_id >= $1 AND e.job_id < $2
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id)
+    LIMIT $3));
+
+-- name: partitions.drop_retired_superseded
+-- params: $1 lo, $2 hi, $3 limit
+DELETE FROM effects_superseded
+WHERE id = ANY(ARRAY(
+    SELECT e.id FROM effects_superseded e
+    WHERE e.job_id >= $1 AND e.job_id < $2
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id)
+    LIMIT $3));
+
 -- name: partitions.has_attempt_partitions
 SELECT to_regclass('attempts_default') IS NOT NULL;
+
+-- name: partitions.has_job_partitions
+SELECT to_regclass('jobs_default') IS NOT NULL;
 
 -- name: partitions.has_partitions
 SELECT to_regprocedure('hookinbox_payload_partitions_ahead(date, date, text)') IS NOT NULL;
@@ -1630,17 +1663,20 @@ SELECT to_regprocedure('hookinbox_payload_partitions_ahead(date, date, text)') I
 -- name: partitions.held
 -- params: $1 lo, $2 hi, $3 age
 SELECT j.delivery_id AS id FROM jobs j
-WHERE j.state = 'accepted' AND j.delivery_id >= $1 AND j.delivery_id < $2
+WHERE j.state = 'accepted' AND j.id >= $1 AND j.id < $2
+  AND j.delivery_id >= $1 AND j.delivery_id < $2
 UNION
 SELECT j.delivery_id FROM jobs j
-WHERE j.state = 'processing' AND j.delivery_id >= $1 AND j.delivery_id < $2
+WHERE j.state = 'processing' AND j.id >= $1 AND j.id < $2
+  AND j.delivery_id >= $1 AND j.delivery_id < $2
 UNION
 SELECT j.delivery_id FROM jobs j
-WHERE j.state = 'failed' AND j.delivery_id >= $1 AND j.delivery_id < $2
+WHERE j.state = 'failed' AND j.id >= $1 AND j.id < $2
+  AND j.delivery_id >= $1 AND j.delivery_id < $2
 UNION
 SELECT j.delivery_id FROM jobs j
 WHERE j.state = 'completed' AND j.completed_at >= now() - make_interval(secs => $3)
-  AND j.delivery_id >= $1 AND j.delivery_id < $2;
+  AND j.id >= $1 AND j.id < $2 AND j.delivery_id >= $1 AND j.delivery_id < $2;
 
 -- name: partitions.held_jobs
 -- params: $1 lo, $2 hi
@@ -1687,6 +1723,11 @@ FROM hookinbox_retire_payload_partition($1, $2::text[], $3);
 -- params: $1 part, $2 wait
 SELECT moved, locked_ms
 FROM hookinbox_retire_attempt_partition($1, $2);
+
+-- name: partitions.retire_jobs
+-- params: $1 part, $2 wait
+SELECT moved, locked_ms
+FROM hookinbox_retire_job_partition($1, $2);
 
 -- name: queue.attempts
 -- params: $1 id
@@ -2107,10 +2148,10 @@ WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER w AS n, CAST(sum(store
 
 -- name: retention.count_deliveries
 -- params: $1 ceiling, $2 age
-SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
-    COLLATE "default" AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable,
-    coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
-    COLLATE "default" AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
+SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
+    AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable,
+    coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
+    AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
 FROM deliveries d
 WHERE d.id < $1
   AND d.last_seen_at < now() - make_interval(secs => $2);
@@ -2130,8 +2171,7 @@ SELECT d.id
 FROM deliveries d
 WHERE d.id < $1
   AND d.last_seen_at < now() - make_interval(secs => $2)
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.state
-      <> 'completed')
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default" AND j.state <> 'completed')
 ORDER BY d.id
 LIMIT $3 FOR UPDATE OF d SKIP LOCKED;
 
@@ -2141,9 +2181,9 @@ DELETE FROM deliveries
 WHERE id = ANY($1);
 
 -- name: retention.drop_effects
--- params: $1 ids
+-- params: $1 ids, $2 lo, $3 hi
 DELETE FROM effects
-WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id = ANY($1));
+WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id = ANY($1) AND id >= $2 AND id < $3);
 
 -- name: retention.drop_payloads
 -- params: $1 ids
@@ -2151,15 +2191,15 @@ DELETE FROM payloads
 WHERE delivery_id = ANY($1);
 
 -- name: retention.drop_superseded
--- params: $1 ids
+-- params: $1 ids, $2 lo, $3 hi
 DELETE FROM effects_superseded
-WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id = ANY($1));
+WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id = ANY($1) AND id >= $2 AND id < $3);
 
 -- name: retention.lock_batch_jobs
--- params: $1 ids
+-- params: $1 ids, $2 lo, $3 hi
 SELECT j.delivery_id, j.state
 FROM jobs j
-WHERE j.delivery_id = ANY($1)
+WHERE j.delivery_id = ANY($1) AND j.id >= $2 AND j.id < $3
 ORDER BY j.id
 FOR UPDATE;
 

@@ -1631,9 +1631,9 @@ WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER w AS n, CAST(sum(store
 
 -- name: retention.count_deliveries
 SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
-     AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable,
+    AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable,
     coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
-     AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
+    AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
 FROM deliveries d
 WHERE d.id < :ceiling
   AND d.last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age;
@@ -1651,8 +1651,7 @@ SELECT d.id
 FROM deliveries d
 WHERE d.id < :ceiling
   AND d.last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id  AND j.state
-      <> 'completed')
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
 ORDER BY d.id
 LIMIT :limit ;
 
@@ -1662,7 +1661,7 @@ WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: retention.drop_effects
 DELETE FROM effects
-WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id IN (SELECT value FROM json_each(:ids)));
+WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id IN (SELECT value FROM json_each(:ids)) AND id >= :lo AND id < :hi);
 
 -- name: retention.drop_payloads
 DELETE FROM payloads
@@ -1670,12 +1669,12 @@ WHERE delivery_id IN (SELECT value FROM json_each(:ids));
 
 -- name: retention.drop_superseded
 DELETE FROM effects_superseded
-WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id IN (SELECT value FROM json_each(:ids)));
+WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id IN (SELECT value FROM json_each(:ids)) AND id >= :lo AND id < :hi);
 
 -- name: retention.lock_batch_jobs
 SELECT j.delivery_id, j.state
 FROM jobs j
-WHERE j.delivery_id IN (SELECT value FROM json_each(:ids))
+WHERE j.delivery_id IN (SELECT value FROM json_each(:ids)) AND j.id >= :lo AND j.id < :hi
 ORDER BY j.id
 ;
 

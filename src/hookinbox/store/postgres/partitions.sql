@@ -1,7 +1,7 @@
--- PostgreSQL's payload and attempt partitions (hookinbox.store.partitions): one per UTC
--- day of delivery ids (an attempt's: of its job's id, which begins with the delivery id),
--- made ahead, retired whole. The functions are migrations 019's (payloads) and 027's
--- (attempts). The file format: hookinbox/store/statements.py.
+-- PostgreSQL's payload, attempt and job partitions (hookinbox.store.partitions): one per
+-- UTC day of delivery ids (an attempt's: of its job's id, which begins with the delivery
+-- id), made ahead, retired whole. The functions are migrations 019's (payloads), 027's
+-- (attempts) and 028's (jobs). The file format: hookinbox/store/statements.py.
 
 -- name: has_partitions
 -- Whether the store's schema has its payload partitions (migration 019): a store opened
@@ -18,6 +18,13 @@ SELECT to_regclass('attempts_default') IS NOT NULL;
 
 -- name: create_attempts_ahead
 SELECT hookinbox_attempt_partitions_ahead(:first::date, :last::date);
+
+-- name: has_job_partitions
+-- Whether jobs are partitioned (migration 028).
+SELECT to_regclass('jobs_default') IS NOT NULL;
+
+-- name: create_jobs_ahead
+SELECT hookinbox_job_partitions_ahead(:first::date, :last::date);
 
 -- name: listing
 -- Every partition of :parent with its bounds and the planner's row estimate (-1: never
@@ -39,26 +46,30 @@ ORDER BY p.hi;
 -- The deliveries of a partition whose payload stays: a job unfinished, failed, or
 -- completed less than the payload retention ago (a dead-letter retry needs the body).
 -- One branch per state, each the size of its partial index's share (the queue, the dead
--- letters, the jobs completed within the retention), never a walk over the day's jobs.
+-- letters, the jobs completed within the retention), never a walk over the day's jobs;
+-- the range of job ids prunes the days of jobs but this one.
 -- Read before the retiring transaction, under no lock that stops a writer; that
 -- transaction adds what became unfinished meanwhile.
 SELECT j.delivery_id AS id FROM jobs j
-WHERE j.state = 'accepted' AND j.delivery_id >= :lo AND j.delivery_id < :hi
+WHERE j.state = 'accepted' AND j.id >= :lo AND j.id < :hi
+  AND j.delivery_id >= :lo AND j.delivery_id < :hi
 UNION
 SELECT j.delivery_id FROM jobs j
-WHERE j.state = 'processing' AND j.delivery_id >= :lo AND j.delivery_id < :hi
+WHERE j.state = 'processing' AND j.id >= :lo AND j.id < :hi
+  AND j.delivery_id >= :lo AND j.delivery_id < :hi
 UNION
 SELECT j.delivery_id FROM jobs j
-WHERE j.state = 'failed' AND j.delivery_id >= :lo AND j.delivery_id < :hi
+WHERE j.state = 'failed' AND j.id >= :lo AND j.id < :hi
+  AND j.delivery_id >= :lo AND j.delivery_id < :hi
 UNION
 SELECT j.delivery_id FROM jobs j
 WHERE j.state = 'completed' AND j.completed_at >= {now} - {secs:age}
-  AND j.delivery_id >= :lo AND j.delivery_id < :hi;
+  AND j.id >= :lo AND j.id < :hi AND j.delivery_id >= :lo AND j.delivery_id < :hi;
 
 -- name: held_jobs
--- The jobs of an attempts partition whose attempts stay: unfinished or dead-lettered,
--- through the queue's partial indexes. Read before the retiring transaction (which finds
--- them again) to leave a day with too many for the next turn.
+-- The jobs of a day that stay, with their attempts: unfinished or dead-lettered, through
+-- the queue's partial indexes. Read before the retiring transaction (which finds them
+-- again) to leave a day with too many for the next turn.
 SELECT count(*) FROM (
     SELECT j.id FROM jobs j WHERE j.state = 'accepted' AND j.id >= :lo AND j.id < :hi
     UNION ALL
@@ -82,6 +93,30 @@ FROM hookinbox_retire_payload_partition(:part, :held::text[], :wait);
 -- As retire, for a partition of attempts: the attempts of its held jobs move to DEFAULT.
 SELECT moved, locked_ms
 FROM hookinbox_retire_attempt_partition(:part, :wait);
+
+-- name: retire_jobs
+-- As retire, for a partition of jobs: its held jobs move to DEFAULT.
+SELECT moved, locked_ms
+FROM hookinbox_retire_job_partition(:part, :wait);
+
+-- name: drop_retired_effects
+-- The ledger rows of a retired day's jobs (the journal's purge deleted them with their
+-- jobs), in batches after the day: those of its range whose job is gone, over
+-- effects_job_idx; a job held in DEFAULT keeps its own.
+DELETE FROM effects
+WHERE key = ANY(ARRAY(
+    SELECT e.key FROM effects e
+    WHERE e.job_id >= :lo AND e.job_id < :hi
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id)
+    LIMIT :limit));
+
+-- name: drop_retired_superseded
+DELETE FROM effects_superseded
+WHERE id = ANY(ARRAY(
+    SELECT e.id FROM effects_superseded e
+    WHERE e.job_id >= :lo AND e.job_id < :hi
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id)
+    LIMIT :limit));
 
 -- name: count_overdue_payloads
 -- The row-by-row path's share: payloads below :ceiling (the ids of a day before the

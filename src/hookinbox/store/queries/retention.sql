@@ -45,10 +45,10 @@ WHERE id {in:ids};
 -- the cutoff, plus an allowance for the receivers' clocks): a row last seen before the
 -- cutoff was first seen before it, and ids are first-seen ordered. No index on
 -- last_seen_at: every duplicate updates it (020).
-SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
-    {collate:default} AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable,
-    coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
-    {collate:default} AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
+SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE {jobs_of:d.id}
+    AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable,
+    coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE {jobs_of:d.id}
+    AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
 FROM deliveries d
 WHERE d.id < :ceiling
   AND d.last_seen_at < {now} - {secs:age};
@@ -60,8 +60,7 @@ SELECT d.id
 FROM deliveries d
 WHERE d.id < :ceiling
   AND d.last_seen_at < {now} - {secs:age}
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default} AND j.state
-      <> 'completed')
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE {jobs_of:d.id} AND j.state <> 'completed')
 ORDER BY d.id
 LIMIT :limit {skip_locked:d};
 
@@ -71,19 +70,21 @@ LIMIT :limit {skip_locked:d};
 -- and never deadlock, where the cascade's delete would lock them in whatever order its
 -- join reads them. Read as locked, the state is the latest committed one: a delivery a
 -- replay has made unfinished since the batch was read is left out of this batch.
+-- The range of the batch's job ids (:lo, :hi) leaves the days of jobs it cannot touch
+-- out of the plan (PostgreSQL's jobs are partitioned by day: migration 028).
 SELECT j.delivery_id, j.state
 FROM jobs j
-WHERE j.delivery_id {in:ids}
+WHERE j.delivery_id {in:ids} AND j.id >= :lo AND j.id < :hi
 ORDER BY j.id
 {for_update};
 
 -- name: drop_effects
 DELETE FROM effects
-WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id {in:ids});
+WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id {in:ids} AND id >= :lo AND id < :hi);
 
 -- name: drop_superseded
 DELETE FROM effects_superseded
-WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id {in:ids});
+WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id {in:ids} AND id >= :lo AND id < :hi);
 
 -- name: drop_deliveries
 -- Jobs, attempts and the payload go with the journal row (ON DELETE CASCADE).
