@@ -457,7 +457,7 @@ def test_cli_purge_reports_the_partitions_it_retired(pg_url: str, tmp_path: Path
     assert day not in {each["name"] for each in report["partitions"]}
 
 
-def test_cli_purge_retires_the_days_of_attempts_past_the_key_retention(
+def test_cli_purge_retires_the_days_of_attempts_and_jobs_past_the_key_retention(
     pg_url: str, tmp_path: Path
 ) -> None:
     async def prepare() -> None:
@@ -478,13 +478,16 @@ def test_cli_purge_retires_the_days_of_attempts_past_the_key_retention(
     assert dry.returncode == 0, dry.stderr
     # Held: the dead letter's and the waiting job's (which has none yet).
     assert f"partition attempts_p{day}: would retire, the attempts of 2 jobs held" in dry.stdout
+    assert f"partition jobs_p{day}: would retire, 2 jobs held" in dry.stdout
     done = hookinbox(config, "purge", "--older-than", "3d")
     assert done.returncode == 0, done.stderr
     assert f"partition attempts_p{day}: retired, 1 attempts dropped, 1 held" in done.stdout
+    assert f"partition jobs_p{day}: retired, 1 jobs dropped, 2 held" in done.stdout
     assert f"partition payloads_p{day}: retired" in done.stdout
     again = hookinbox(config, "purge", "--older-than", "3d", "--json")
     report: dict[str, Any] = json.loads(again.stdout)
-    assert f"attempts_p{day}" not in {each["name"] for each in report["partitions"]}
+    retired = {each["name"]: each["table"] for each in report["partitions"]}
+    assert f"attempts_p{day}" not in retired and f"jobs_p{day}" not in retired
 
 
 async def test_sqlite_has_no_partitions_and_its_purge_deletes_rows(
