@@ -238,11 +238,15 @@ async def _fill_pg(db: str, plan: FillPlan, say: Callable[[str], None]) -> FillR
 
     try:
         t0 = time.monotonic()
-        # The payloads' and attempts' day partitions (migrations 019, 027) of the days
-        # filled: otherwise their rows land in DEFAULT, which holds only the rows kept past
-        # their day.
+        # The payloads', attempts' and jobs' day partitions (migrations 019, 027, 028) of
+        # the days filled: otherwise their rows land in DEFAULT, which holds only the rows
+        # kept past their day.
         first_day = time.gmtime(plan.base_ms / 1000)
-        for ahead in ("hookinbox_payload_partitions_ahead", "hookinbox_attempt_partitions_ahead"):
+        for ahead in (
+            "hookinbox_payload_partitions_ahead",
+            "hookinbox_attempt_partitions_ahead",
+            "hookinbox_job_partitions_ahead",
+        ):
             await conn.execute(
                 f"SELECT {ahead}($1::date, (now() AT TIME ZONE 'UTC')::date)",
                 datetime.date(first_day.tm_year, first_day.tm_mon, first_day.tm_mday),

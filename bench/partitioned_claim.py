@@ -3,16 +3,17 @@
     .venv/bin/python bench/partitioned_claim.py [--rounds 3] [--days 0,8,35]
 
 Not a mode of ``make bench``: a measurement for the design of partitioned jobs
-(docs/store.md, "Not partitioned yet"). Per round and per day count, a fresh database
+(docs/store.md, "The claim's floor"). Per round and per day count, a fresh database
 ``bench_<tag>_partclaim`` gets a jobs-shaped table (hookinbox's queue indexes: the
 delivery, the due jobs, the leases, the dead letters), unpartitioned (0) or in N day
 partitions by ``RANGE (id)`` plus ``DEFAULT``; every day but the last holds 20,000
 completed jobs, the last 40,000 due ones. One connection drains them as a worker does:
 claim 32 (``FOR UPDATE SKIP LOCKED``), settle them, each in its own transaction, through
 prepared statements, until none is due. The figure is that backend's CPU per job
-(``/proc/PID/schedstat``), in four variants: the plan made once (generic) or per run
+(``/proc/PID/schedstat``), in five variants: the plan made once (generic) or per run
 (custom), and the claim naming a floor (``id >=`` the first id of the oldest day that
-holds due jobs, which lets PostgreSQL leave the other days out) or not.
+holds due jobs, which lets PostgreSQL leave the other days out) or not, as a parameter
+or written in as a constant (what hookinbox's worker does: ``--variants`` picks some).
 """
 
 from __future__ import annotations
@@ -39,11 +40,13 @@ SETTLE = """
 UPDATE jobs SET state = 'completed', lease_token = NULL, lease_expires_at = NULL,
     completed_at = now()
 WHERE id = ANY($1::text[]) AND lease_token = $2"""
-VARIANTS = {
-    "generic": ("force_generic_plan", False),
-    "custom": ("force_custom_plan", False),
-    "generic + floor": ("force_generic_plan", True),
-    "custom + floor": ("force_custom_plan", True),
+#: variant -> (plan_cache_mode, the floor: None, "param" or "constant")
+VARIANTS: dict[str, tuple[str, str | None]] = {
+    "generic": ("force_generic_plan", None),
+    "custom": ("force_custom_plan", None),
+    "generic + floor": ("force_generic_plan", "param"),
+    "custom + floor": ("force_custom_plan", "param"),
+    "generic + const": ("force_generic_plan", "constant"),
 }
 
 
@@ -95,17 +98,19 @@ def _cpu_ns(pid: int) -> int:
         return int(f.read().split()[0])
 
 
-async def _drain(dsn: str, plan_mode: str, floor: str | None) -> float:
+async def _drain(dsn: str, plan_mode: str, floor: str | None, kind: str | None) -> float:
     """The backend's CPU per job, in microseconds, draining every due job."""
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute(f"SET plan_cache_mode = {plan_mode}")
         pid = await conn.fetchval("SELECT pg_backend_pid()")
+        bound = {None: "", "param": "$3", "constant": f"'{floor}'"}[kind]
         sql = CLAIM.format(
-            floor="AND id >= $3" if floor else "", floor_j="AND j.id >= $3" if floor else ""
+            floor=f"AND id >= {bound}" if kind else "",
+            floor_j=f"AND j.id >= {bound}" if kind else "",
         )
         claim, settle = await conn.prepare(sql), await conn.prepare(SETTLE)
-        args: tuple[object, ...] = (BATCH, "tok", floor) if floor else (BATCH, "tok")
+        args: tuple[object, ...] = (BATCH, "tok", floor) if kind == "param" else (BATCH, "tok")
         done, start = 0, _cpu_ns(pid)
         while True:
             async with conn.transaction():
@@ -134,25 +139,27 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--days", default="0,8,35", help="day partitions (0: unpartitioned)")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated")
     args = parser.parse_args()
     counts = [int(x) for x in args.days.split(",")]
+    variants = {name: VARIANTS[name] for name in args.variants.split(",")}
     db = db_name("partclaim")
     dsn = f"{PG_BASE}/{db}"
     figures: dict[tuple[str, int], list[float]] = {}
     try:
         for rnd in range(args.rounds):
-            for variant, (plan_mode, with_floor) in VARIANTS.items():
+            for variant, (plan_mode, kind) in variants.items():
                 for days in counts:
                     await _recreate(db)
                     await _fill(dsn, days)
-                    floor = _day(max(days, 1) - 1) if with_floor else None
-                    us = await _drain(dsn, plan_mode, floor)
+                    floor = _day(max(days, 1) - 1) if kind else None
+                    us = await _drain(dsn, plan_mode, floor, kind)
                     figures.setdefault((variant, days), []).append(us)
                     print(f"round {rnd + 1} {variant:<16} days {days:>3}: {us:6.1f} us/job")
     finally:
         await _recreate(db, drop_only=True)
     print(f"\n{'variant':<16} " + " ".join(f"{f'{d} days':>9}" for d in counts))
-    for variant in VARIANTS:
+    for variant in variants:
         cells = [statistics.median(figures.get((variant, d), [float("nan")])) for d in counts]
         print(f"{variant:<16} " + " ".join(f"{c:9.1f}" for c in cells))
     print("(median backend CPU per job, microseconds)")

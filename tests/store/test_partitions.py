@@ -488,6 +488,11 @@ def test_cli_purge_retires_the_days_of_attempts_and_jobs_past_the_key_retention(
     report: dict[str, Any] = json.loads(again.stdout)
     retired = {each["name"]: each["table"] for each in report["partitions"]}
     assert f"attempts_p{day}" not in retired and f"jobs_p{day}" not in retired
+    # The completed job's journal row stays (seen within the key retention) without its
+    # job, which went with its day: not a delivery that got no job.
+    checked = hookinbox(config, "reconcile", "--json")
+    findings = {f["check"]: f["count"] for f in json.loads(checked.stdout)["findings"]}
+    assert findings["deliveries_without_jobs"] == 0, checked.stdout
 
 
 async def test_sqlite_has_no_partitions_and_its_purge_deletes_rows(

@@ -555,6 +555,7 @@ class PartitionRetirement(_Output):
     deferred: Literal["lock", "held", "dry_run"] | None = Field(
         None, description="Why it stays this time: a lock not had in time, too many held"
     )
+    seconds: float = Field(0.0, description="Wall seconds of its retiring transaction")
 
 
 class PurgeReport(_Output):

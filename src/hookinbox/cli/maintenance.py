@@ -97,7 +97,7 @@ def purge(
         if each.retired:
             click.echo(
                 f"partition {each.name}: retired, {each.rows - each.held} {each.table} dropped, "
-                f"{each.held} held (kept in the default partition)"
+                f"{each.held} held (kept in the default partition) in {each.seconds:.2f} s"
             )
         elif each.deferred == "dry_run":
             kept = {

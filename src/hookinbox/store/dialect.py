@@ -158,6 +158,7 @@ POSTGRES = Dialect(
             f" WHERE {_postgres_jobs_of('d.id')})"
         ),
         "jobs_of": lambda x: _postgres_jobs_of(x),
+        "jobs_kept_from": lambda _: 'hookinbox_jobs_kept_from() COLLATE "C"',
         "table_exists": lambda x: f"to_regclass(:{x}) IS NOT NULL",
         # hookinbox_payload_json (migration 006) is NULL for a body that is not JSON; its
         # high declared cost has the planner check the byte search first.
@@ -199,6 +200,7 @@ SQLITE = Dialect(
             " WHERE j.delivery_id = d.id ORDER BY action))"
         ),
         "jobs_of": lambda x: f"j.delivery_id = {x}",
+        "jobs_kept_from": lambda _: "''",
         "table_exists": lambda x: (
             f"EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :{x})"
         ),

@@ -18,6 +18,7 @@ docs/store.md, "Partitions", shows how to look.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Sized
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -104,6 +105,8 @@ class Retirement:
 
     #: The partitioned table.
     table: PartitionedTable = "payloads"
+    #: Wall seconds of its retiring transaction (0.0: not tried).
+    seconds: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -113,6 +116,7 @@ class Retirement:
             "held": self.held,
             "retired": self.retired,
             "deferred": self.deferred,
+            "seconds": round(self.seconds, 4),
         }
 
 
@@ -228,12 +232,15 @@ class Partitions:
                 done.append(Retirement(name, -1, kept, False, why, table))
                 continue
             found = int(await self._db.value(_COUNT_ROWS, part=name))
+            started = time.monotonic()
             result = await retire_one(name, held)
+            took = time.monotonic() - started
             assert result is not None
             if result["moved"] is None:
-                done.append(Retirement(name, found, kept, False, "lock", table))
+                done.append(Retirement(name, found, kept, False, "lock", table, took))
                 continue
-            done.append(Retirement(name, found, int(result["moved"]), True, None, table))
+            moved = int(result["moved"])
+            done.append(Retirement(name, found, moved, True, None, table, took))
             if table == "jobs":
                 await self.drop_retired_ledger(part["lo"], part["hi"])
         return done

@@ -1868,7 +1868,8 @@ LIMIT 1;
 -- name: reads.count_deliveries_without_jobs
 SELECT count(*)
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id);
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)
+  AND d.id >= hookinbox_jobs_kept_from() COLLATE "C";
 
 -- name: reads.count_expired_leases
 SELECT count(*)
@@ -1968,6 +1969,7 @@ SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS deta
     min(d.first_seen_at) AS since, count(*) AS deliveries
 FROM deliveries d
 WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)
+  AND d.id >= hookinbox_jobs_kept_from() COLLATE "C"
 GROUP BY d.source, d.event_type
 ORDER BY d.source, d.event_type
 LIMIT $1;

@@ -75,9 +75,12 @@ WHERE state = 'failed'
   AND failed_at < {now} - {secs:age};
 
 -- name: count_deliveries_without_jobs
+-- Not the journal rows before the first day of jobs still there (PostgreSQL's days of
+-- jobs retire at the key retention; a journal row seen again since keeps its key only).
 SELECT count(*)
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id);
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)
+  AND d.id >= {jobs_kept_from};
 
 -- name: count_unrecorded_effects
 SELECT count(*)
@@ -133,6 +136,7 @@ SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS deta
     min(d.first_seen_at) AS since, count(*) AS deliveries
 FROM deliveries d
 WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)
+  AND d.id >= {jobs_kept_from}
 GROUP BY d.source, d.event_type
 ORDER BY d.source, d.event_type
 LIMIT :limit;

@@ -152,6 +152,16 @@ BEGIN
 END;
 $$;
 
+-- The first delivery id whose day of jobs is still there ('' while the first partition
+-- reaches back to the beginning): the journal rows before it kept their key (seen again
+-- within the key retention) and lost their jobs with their day, which reconcile must not
+-- count as deliveries that got no job.
+CREATE OR REPLACE FUNCTION hookinbox_jobs_kept_from() RETURNS text
+LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
+    SELECT coalesce(CASE WHEN bool_or(p.lo IS NULL) THEN '' ELSE min(p.lo) END, '')
+    FROM hookinbox_partitions_of('jobs') p WHERE p.hi IS NOT NULL
+$$;
+
 -- A job's attempts and its parked row go with it, per statement, each DELETE naming the
 -- range of the deleted jobs' ids as constants (027: planned over the days that can hold
 -- them, not every day).
