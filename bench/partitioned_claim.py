@@ -39,7 +39,7 @@ RETURNING j.id"""
 SETTLE = """
 UPDATE jobs SET state = 'completed', lease_token = NULL, lease_expires_at = NULL,
     completed_at = now()
-WHERE id = ANY($1::text[]) AND lease_token = $2"""
+WHERE id = ANY($1::text[]) AND lease_token = $2 {floor}"""
 #: variant -> (plan_cache_mode, the floor: None, "param" or "constant")
 VARIANTS: dict[str, tuple[str, str | None]] = {
     "generic": ("force_generic_plan", None),
@@ -109,8 +109,12 @@ async def _drain(dsn: str, plan_mode: str, floor: str | None, kind: str | None) 
             floor=f"AND id >= {bound}" if kind else "",
             floor_j=f"AND j.id >= {bound}" if kind else "",
         )
-        claim, settle = await conn.prepare(sql), await conn.prepare(SETTLE)
+        # The settle names the floor as the claim does (the worker's settle names its
+        # batch's smallest day).
+        settle_sql = SETTLE.format(floor=f"AND id >= {bound}" if kind else "")
+        claim, settle = await conn.prepare(sql), await conn.prepare(settle_sql)
         args: tuple[object, ...] = (BATCH, "tok", floor) if kind == "param" else (BATCH, "tok")
+        settle_args: tuple[object, ...] = ("tok", floor) if kind == "param" else ("tok",)
         done, start = 0, _cpu_ns(pid)
         while True:
             async with conn.transaction():
@@ -118,7 +122,7 @@ async def _drain(dsn: str, plan_mode: str, floor: str | None, kind: str | None) 
             if not ids:
                 break
             async with conn.transaction():
-                await settle.fetch(ids, "tok")
+                await settle.fetch(ids, *settle_args)
             done += len(ids)
         return (_cpu_ns(pid) - start) / 1000 / done
     finally:
