@@ -20,9 +20,11 @@ Per store, on ONE store that grows through the phases:
    so the week of bodies stays) starts, and wrk runs back to back until it ends: the
    receive rate while a day is retired, and how long that took under load. The journal's
    keys are deleted in bounded batches (they stay a unique index for the whole dedup
-   retention); on PostgreSQL the same purge retires the empty payload days past the
-   retention by dropping their partitions (docs/store.md, "Partitions"); a day of bodies
-   retiring under load is timed by ``bench/partition_retire.py``;
+   retention); on PostgreSQL the day's jobs and attempts go by dropping their day
+   partitions, timed apart (the purge's lines: each retiring transaction's wall time),
+   and the same purge retires the empty payload days past the retention (docs/store.md,
+   "Partitions"); a day of bodies retiring under load is timed by
+   ``bench/partition_retire.py``;
 5. ``after``: the same runs again.
 
 Phases 1, 2 and 5 run in rounds beside a reference server (an empty store of its own, up
@@ -117,6 +119,10 @@ class GrowthResult:
     #: Of those, the seconds the purge was stopped for the paired runs.
     purge_paused_seconds: float = 0.0
     purge_report: str | None = None
+    #: PostgreSQL: wall seconds of the retiring transactions of the day partitions that
+    #: held rows (the oldest day's jobs and attempts; its payloads' went at their own
+    #: retention), from the purge's lines; None when it retired none (SQLite).
+    partition_seconds: float | None = None
     #: Deliveries of the oldest day, as filled (what the purge should retire).
     retire_expected: int | None = None
     #: Wall seconds of each timed search, and the deliveries the last one found.
@@ -374,6 +380,9 @@ def bench_growth(kind: str, rows: int, bodies: int, bench: Bench) -> GrowthResul
         retired = re.search(r"^partitions: .*$", text, re.MULTILINE)
         if retired:
             result.purge_report = f"{retired.group(0)}; {result.purge_report}"
+        dropped = re.findall(r"^partition \S+: retired, (\d+) .* in ([\d.]+) s$", text, re.M)
+        if any(int(rows) for rows, _ in dropped):
+            result.partition_seconds = sum(float(took) for rows, took in dropped if int(rows))
         if purge.returncode != 0:
             result.notes.append(f"purge exited {purge.returncode}: {result.purge_report}")
         log(f"[{label}] purge: {result.purge_report} ({result.purge_seconds:.1f} s)")
@@ -486,7 +495,16 @@ def report(results: dict[str, GrowthResult]) -> None:
                 f"command without the filter {bare:.2f} s (start-up): the search "
                 f"{med - bare:.2f} s (aim < 1 s: {verdict})"
             )
-        if gr.purge_seconds is not None:
+        if gr.purge_seconds is not None and gr.partition_seconds is not None:
+            # The day's rows go by DROP; its journal keys (kept a unique index for the whole
+            # dedup retention) in bounded batches over the rest of the purge.
+            print(
+                f"{'':<17} retiring a day under load: {gr.purge_report} "
+                f"(the day's partitions retired in {gr.partition_seconds:.2f} s, aim < 1 s: "
+                f"{'met' if gr.partition_seconds < 1 else 'NOT met'}; the whole purge with "
+                f"the day's journal keys in batches: {gr.purge_seconds:.1f} s wall)"
+            )
+        elif gr.purge_seconds is not None:
             print(
                 f"{'':<17} retiring a day under load: {gr.purge_report} "
                 f"({gr.purge_seconds:.1f} s wall; aim < 1 s: "
@@ -560,6 +578,7 @@ def to_json(results: dict[str, GrowthResult]) -> dict[str, object]:
             "purge_seconds": gr.purge_seconds,
             "purge_paused_seconds": gr.purge_paused_seconds,
             "purge_report": gr.purge_report,
+            "partition_seconds": gr.partition_seconds,
             "retire_expected": gr.retire_expected,
             "search_where": gr.search_where,
             "search_seconds": gr.search_seconds,
