@@ -44,6 +44,10 @@ import asyncpg
 from harness import HookinboxStore, db_name, hookinbox_config, pg_drop, pg_dsn, pg_recreate
 from journal_fill import FillPlan, fill
 
+from hookinbox.ids import delivery_id_after
+from hookinbox.store.dialect import POSTGRES
+from hookinbox.store.statements import load_statements
+
 #: (rows per batch, batches per round)
 BATCHES = ((1000, 10), (10, 50), (1, 100))
 
@@ -69,15 +73,13 @@ CREATE TRIGGER jobs_delete_attempts AFTER DELETE ON jobs
     FOR EACH ROW EXECUTE FUNCTION bench_delete_job_attempts();
 """
 
-#: A purge batch's statements after it has read its ids (queries/retention.sql): its jobs
-#: locked in id order, its effects and superseded effects, then its journal rows.
-LOCK_JOBS = "SELECT delivery_id, state FROM jobs WHERE delivery_id = ANY($1) ORDER BY id FOR UPDATE"
-DROP_EFFECTS = (
-    "DELETE FROM effects WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id = ANY($1))"
-)
-DROP_SUPERSEDED = (
-    "DELETE FROM effects_superseded"
-    " WHERE job_id IN (SELECT id FROM jobs WHERE delivery_id = ANY($1))"
+#: A purge batch's statements after it has read its ids, the store's own
+#: (queries/retention.sql, as PostgreSQL runs them): its jobs locked in id order, its
+#: effects and superseded effects, then its journal rows.
+_RETENTION = load_statements("retention")
+BATCH_STATEMENTS = tuple(
+    POSTGRES.render(_RETENTION[name])
+    for name in ("lock_batch_jobs", "drop_effects", "drop_superseded", "drop_deliveries")
 )
 
 
@@ -129,11 +131,10 @@ async def _delete_batches(dsn: str, size: int, count: int) -> tuple[float, float
             ids = [r["id"] for r in rows]
             before = _cpu_us(pid)
             lsn = await conn.fetchval("SELECT pg_current_wal_insert_lsn()")
+            params = {"ids": ids, "lo": min(ids), "hi": delivery_id_after(max(ids))}
             async with conn.transaction():
-                await conn.fetch(LOCK_JOBS, ids)
-                await conn.execute(DROP_EFFECTS, ids)
-                await conn.execute(DROP_SUPERSEDED, ids)
-                await conn.execute("DELETE FROM deliveries WHERE id = ANY($1)", ids)
+                for statement in BATCH_STATEMENTS:
+                    await conn.fetch(statement.text, *[params[n] for n in statement.names])
             spent += _cpu_us(pid) - before
             wal += float(
                 await conn.fetchval("SELECT pg_current_wal_insert_lsn() - $1::pg_lsn", lsn)
