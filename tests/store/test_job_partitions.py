@@ -81,12 +81,14 @@ async def test_a_day_of_jobs_past_the_key_retention_retires_keeping_unfinished_a
     day = "jobs_p" + _days_ago(3).strftime("%Y%m%d")
     async with pg_session(pg_url) as conn:
         assert {await _place(conn, j) for j in made.values()} == {day}
-        # The waiting job waits for a resource (parked); the finished ones made effects.
-        await conn.execute(
-            "INSERT INTO parked_events (job_id, source, kind, provider_ref, deadline)"
-            " VALUES ($1, 'test', 'video', 'vid_1', now() + interval '1 day')",
-            made["waiting"],
-        )
+        # The waiting job waits for a resource (parked), and the completed one left its
+        # parked row behind; the finished ones made effects.
+        for name in ("waiting", "done"):
+            await conn.execute(
+                "INSERT INTO parked_events (job_id, source, kind, provider_ref, deadline)"
+                " VALUES ($1, 'test', 'video', 'vid_1', now() + interval '1 day')",
+                made[name],
+            )
         for name in ("done", "dead"):
             await conn.execute(
                 "INSERT INTO effects (key, job_id, state) VALUES ($1, $2, 'recorded')",
@@ -115,7 +117,8 @@ async def test_a_day_of_jobs_past_the_key_retention_retires_keeping_unfinished_a
         for table in ("effects", "effects_superseded"):
             kept = await conn.fetch(f"SELECT job_id FROM {table} ORDER BY job_id")
             assert [r["job_id"] for r in kept] == [made["dead"]]
-        assert await conn.fetchval("SELECT count(*) FROM parked_events") == 1
+        parked = await conn.fetch("SELECT job_id FROM parked_events")
+        assert [r["job_id"] for r in parked] == [made["waiting"]]
 
     # The job kept in DEFAULT is claimed (its id is days older than the floor of today's
     # jobs would be: DEFAULT is read always, and the floor counts it).

@@ -45,12 +45,16 @@ _COUNT_ROWS = _SQL["count_rows"]
 _RETIRE = _SQL["retire"]
 _RETIRE_ATTEMPTS = _SQL["retire_attempts"]
 _RETIRE_JOBS = _SQL["retire_jobs"]
-_DROP_RETIRED_LEDGER = (_SQL["drop_retired_effects"], _SQL["drop_retired_superseded"])
+_DROP_RETIRED_ROWS = (
+    _SQL["drop_retired_effects"],
+    _SQL["drop_retired_superseded"],
+    _SQL["drop_retired_parked"],
+)
 
 PartitionedTable = Literal["payloads", "attempts", "jobs"]
 #: The partitioned tables, in the order they are listed.
 PARTITIONED: tuple[PartitionedTable, ...] = ("payloads", "attempts", "jobs")
-#: The ledger rows of a retired day's jobs deleted per statement.
+#: The ledger (and parked) rows of a retired day's jobs deleted per statement.
 LEDGER_BATCH = 5_000
 
 #: Days made ahead of today (UTC), so a missing partition is never the receiver's problem.
@@ -198,11 +202,11 @@ class Partitions:
             return []
         return await self._retire_each(table, age, dry_run, max_held, held_jobs, retire_jobs)
 
-    async def drop_retired_ledger(self, lo: str, hi: str) -> int:
-        """The ledger rows (effects, superseded effects) of the jobs of ids ``lo`` to
-        ``hi`` that are gone, in batches of :data:`LEDGER_BATCH`; how many went."""
+    async def drop_retired_rows(self, lo: str, hi: str) -> int:
+        """The rows naming a job of ids ``lo`` to ``hi`` that is gone (effects, superseded
+        effects, a parked row), in batches of :data:`LEDGER_BATCH`; how many went."""
         gone = 0
-        for statement in _DROP_RETIRED_LEDGER:
+        for statement in _DROP_RETIRED_ROWS:
             while True:
                 batch = await self._db.count(statement, lo=lo, hi=hi, limit=LEDGER_BATCH)
                 gone += batch
@@ -242,5 +246,5 @@ class Partitions:
             moved = int(result["moved"])
             done.append(Retirement(name, found, moved, True, None, table, took))
             if table == "jobs":
-                await self.drop_retired_ledger(part["lo"], part["hi"])
+                await self.drop_retired_rows(part["lo"], part["hi"])
         return done

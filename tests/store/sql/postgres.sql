@@ -1642,6 +1642,15 @@ WHERE key = ANY(ARRAY(
       AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id)
     LIMIT $3));
 
+-- name: partitions.drop_retired_parked
+-- params: $1 lo, $2 hi, $3 limit
+DELETE FROM parked_events
+WHERE job_id = ANY(ARRAY(
+    SELECT p.job_id FROM parked_events p
+    WHERE p.job_id >= $1 AND p.job_id < $2
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = p.job_id)
+    LIMIT $3));
+
 -- name: partitions.drop_retired_superseded
 -- params: $1 lo, $2 hi, $3 limit
 DELETE FROM effects_superseded

@@ -118,6 +118,17 @@ WHERE id = ANY(ARRAY(
       AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id)
     LIMIT :limit));
 
+-- name: drop_retired_parked
+-- A parked row left by a job that finished without its resource (it is deleted when the
+-- job is woken or dead-lettered, and with the job by the delete trigger, which a DROP
+-- does not run).
+DELETE FROM parked_events
+WHERE job_id = ANY(ARRAY(
+    SELECT p.job_id FROM parked_events p
+    WHERE p.job_id >= :lo AND p.job_id < :hi
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = p.job_id)
+    LIMIT :limit));
+
 -- name: count_overdue_payloads
 -- The row-by-row path's share: payloads below :ceiling (the ids of a day before the
 -- retirement cutoff), which may go by the rule of retention.sql count_payloads. That is
