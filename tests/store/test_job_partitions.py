@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
-import pytest
 
 from hookinbox import ops
 from hookinbox.ids import delivery_id_floor
@@ -22,29 +20,10 @@ from hookinbox.store.hot_path import LEASE_EXPIRED, order_horizon
 from hookinbox.store.hot_path_postgres import FLOOR_REFRESH, day_floor
 from hookinbox.store.sql import pinned
 from hookinbox.store.statements import load_postgres_statements
-from tests.store.test_partitions import _migrated_up_to
-from tests.support.database import pg_schema_url, pg_session
+from tests.store.test_partitions import ACTOR, DAY, _migrated_up_to
+from tests.support.database import pg_session
 from tests.support.inbox import make_config
 from tests.support.journal import add_delivery, id_at, settle_all
-
-ACTOR = "cli:tester"
-DAY = 86400.0
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    with pg_schema_url() as url:
-        yield url
-
-
-@pytest.fixture
-async def pg_store(pg_url: str) -> AsyncIterator[Store]:
-    store = open_store_for(pg_url)
-    await store.open()
-    try:
-        yield store
-    finally:
-        await store.close()
 
 
 def _days_ago(days: int) -> datetime:

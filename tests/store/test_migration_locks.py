@@ -7,20 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-
-import pytest
 
 from hookinbox.store.dialect import POSTGRES
 from hookinbox.store.migrations import load_migrations
-from tests.support.database import pg_schema_url, pg_session
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    with pg_schema_url() as url:
-        yield url
-
+from tests.support.database import pg_session
 
 _ROW_TRIGGERS = """
 SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid

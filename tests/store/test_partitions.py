@@ -8,13 +8,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import asyncpg
-import pytest
 
 from hookinbox import ops
 from hookinbox.store import Store, open_store_for
@@ -23,28 +21,12 @@ from hookinbox.store.migrations import load_migrations
 from tests.cli.test_ops_cli import hookinbox
 from tests.store.test_contract import new_delivery
 from tests.support.configs import write_config
-from tests.support.database import pg_schema_url, pg_session
+from tests.support.database import pg_session
 from tests.support.inbox import make_config
 from tests.support.journal import add_delivery, id_at, settle_all
 
 ACTOR = "cli:tester"
 DAY = 86400.0
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    with pg_schema_url() as url:
-        yield url
-
-
-@pytest.fixture
-async def pg_store(pg_url: str) -> AsyncIterator[Store]:
-    store = open_store_for(pg_url)
-    await store.open()
-    try:
-        yield store
-    finally:
-        await store.close()
 
 
 def _today() -> datetime:
