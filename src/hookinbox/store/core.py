@@ -4,8 +4,8 @@
 letters), ``store.effects`` (the ledger), ``store.audit`` and ``store.sources`` (operator
 actions, pause state), ``store.resources`` and ``store.outbox`` (tracked resources and
 their notifications), ``store.reads`` (gauges, counts, reconciliation queries),
-``store.retention`` (purges), ``store.partitions`` (PostgreSQL's payload and attempt partitions),
-``store.rejected`` (refused deliveries kept for a retry),
+``store.retention`` (purges), ``store.partitions`` (PostgreSQL's payload, attempt and job
+partitions), ``store.rejected`` (refused deliveries kept for a retry),
 ``store.notices`` (notices of dead letters, pauses, rejections and circuits, written to
 the outbox), ``store.reviews`` (rejected transitions awaiting review),
 ``store.admin_sessions`` (admin sessions ended by a logout), ``store.destinations``

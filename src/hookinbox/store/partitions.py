@@ -127,7 +127,7 @@ class Retirement:
 class Partitions:
     def __init__(self, db: Driver) -> None:
         self._db = db
-        #: Whether this store partitions payloads and attempts (PostgreSQL); the methods
+        #: Whether this store partitions payloads, attempts and jobs (PostgreSQL); the methods
         #: of a store that does not answer "nothing".
         self.enabled = db.dialect is POSTGRES
 
