@@ -11,8 +11,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
+import pytest
 
 from hookinbox import ops
+from hookinbox.errors import StoreError
 from hookinbox.ids import delivery_id_floor
 from hookinbox.store import Store, open_store_for
 from hookinbox.store.dialect import POSTGRES
@@ -282,3 +284,13 @@ async def test_a_store_at_027_converts_jobs_in_place_while_receiving_and_settlin
         assert len(done) == 1 and done[0] != parked
     finally:
         await store.close()
+
+
+def test_only_a_days_first_id_is_written_into_a_statement() -> None:
+    claim = load_postgres_statements("hot_path")["claim"]
+    written = pinned(claim, "floor", "dlv_0123456789ab").text
+    assert ":floor" not in written and written.count("'dlv_0123456789ab'") >= 3
+    assert ":floor" not in pinned(claim, "floor", "").text
+    for hostile in ("x' OR '1'='1", "dlv_0123", "dlv_0123456789ab'; --", "DLV_0123456789AB"):
+        with pytest.raises(StoreError):
+            pinned(claim, "floor", hostile)

@@ -3,8 +3,9 @@
 A statement is an :class:`Sql` read from a ``.sql`` file of named statements
 (:mod:`hookinbox.store.statements`): named placeholders (``:job_id``) for every value and
 a few dialect macros in braces (``{now}``, ``{secs:lease}``, ``{in:ids}``; see
-:mod:`hookinbox.store.dialect`). Nothing is ever formatted into SQL: callers pick a
-statement by name and pass values as parameters.
+:mod:`hookinbox.store.dialect`). Nothing is formatted into SQL (callers pick a statement
+by name and pass values as parameters) but a day's first id, for PostgreSQL's partitions
+(:func:`pinned`).
 
 A transaction is a generator (:data:`Tx`) that yields :class:`Step` objects (a statement,
 its parameters and what to fetch) and receives each step's result; it returns the
@@ -21,6 +22,8 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeAlias, TypeVar
+
+from hookinbox.errors import StoreError
 
 T = TypeVar("T")
 
@@ -61,7 +64,7 @@ def pinned(sql: Sql, name: str, value: str) -> Sql:
     once only when it runs, after every day was locked. Only a day's first id (or the
     empty string) is written; anything else is refused."""
     if not _PINNABLE.fullmatch(value):
-        raise ValueError(f"{sql.name}: {name} cannot be written in as {value!r}")
+        raise StoreError(f"{sql.name}: {name} is not a day's first id")
     return Sql(re.sub(rf":{name}\b", f"'{value}'", sql.text), sql.name)
 
 
