@@ -690,13 +690,13 @@ SELECT count(*) FROM (
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
@@ -714,13 +714,13 @@ SELECT count(*) FROM (
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
@@ -745,13 +745,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
@@ -778,13 +778,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
@@ -810,13 +810,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
@@ -844,13 +844,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
@@ -876,13 +876,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
@@ -910,13 +910,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
@@ -933,13 +933,13 @@ SELECT count(*) FROM (
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
@@ -958,13 +958,13 @@ SELECT count(*) FROM (
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
@@ -981,13 +981,13 @@ SELECT count(*) FROM (
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
@@ -1006,13 +1006,13 @@ SELECT count(*) FROM (
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
@@ -1054,13 +1054,13 @@ FROM deliveries d
 WHERE (d.source = $1 OR $1 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $3 OR $3 IS NULL)
@@ -1085,13 +1085,13 @@ WHERE p.delivery_id >= $1 AND (p.delivery_id < $2 OR $2 IS NULL)
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $6 OR $6 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $7 OR $7 IS NULL)
@@ -1109,13 +1109,13 @@ WHERE (lower(d.event_type) LIKE $1 ESCAPE '\' OR $1 IS NULL)
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
@@ -1136,13 +1136,13 @@ WHERE d.id = ANY(ARRAY(SELECT p.delivery_id COLLATE "C" FROM payloads p WHERE p.
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
@@ -1170,13 +1170,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
@@ -1206,13 +1206,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
@@ -1241,13 +1241,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
@@ -1278,13 +1278,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
@@ -1313,13 +1313,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $4 OR $4 IS NULL)
   AND (d.source = $5 OR $5 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $6 OR $6 IS NULL)
@@ -1350,13 +1350,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $8 OR $8 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $9 OR $9 IS NULL)
@@ -1376,13 +1376,13 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
@@ -1404,13 +1404,13 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)
@@ -1430,13 +1430,13 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (d.id < $3 OR $3 IS NULL)
   AND (d.source = $4 OR $4 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $5 OR $5 IS NULL)
@@ -1458,13 +1458,13 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (d.id < $2 OR $2 IS NULL)
   AND (d.source = $7 OR $7 IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default"
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = $8 OR $8 IS NULL)

@@ -375,13 +375,13 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -398,13 +398,13 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -428,13 +428,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -460,13 +460,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -491,13 +491,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -524,13 +524,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -555,13 +555,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -588,13 +588,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -610,13 +610,13 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -634,13 +634,13 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -656,13 +656,13 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -680,13 +680,13 @@ SELECT count(*) FROM (
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -725,13 +725,13 @@ FROM deliveries d
 WHERE (d.source = :source OR :source IS NULL)
   AND (d.id < :before OR :before IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -754,13 +754,13 @@ WHERE p.delivery_id >= :floor AND (p.delivery_id < :ceiling OR :ceiling IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -777,13 +777,13 @@ WHERE (lower(d.event_type) LIKE :type ESCAPE '\' OR :type IS NULL)
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -803,13 +803,13 @@ WHERE d.id IN (SELECT p.delivery_id  FROM payloads p WHERE p.delivery_id >= :flo
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -836,13 +836,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -871,13 +871,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -905,13 +905,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -941,13 +941,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -975,13 +975,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -1011,13 +1011,13 @@ SELECT source FROM s WHERE source IS NOT NULL))
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -1036,13 +1036,13 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -1063,13 +1063,13 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'failed')
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -1088,13 +1088,13 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
@@ -1115,13 +1115,13 @@ WHERE d.id IN (SELECT delivery_id FROM jobs WHERE state = 'processing')
   AND (d.id < :ceiling OR :ceiling IS NULL)
   AND (d.source = :source OR :source IS NULL)
   AND (CASE
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'failed')
         THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                  AND j.state = 'processing')
         THEN 'processing'
-    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id 
+    WHEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
                      AND j.state <> 'completed')
         THEN 'completed'
     ELSE 'accepted' END = :status OR :status IS NULL)
