@@ -116,10 +116,11 @@ async def test_a_day_of_jobs_past_the_key_retention_retires_keeping_unfinished_a
         assert await _place(conn, made["dead"]) == "jobs_default"
 
 
-async def _claim_locks(conn: asyncpg.Connection, floor: str) -> set[str]:
-    """The relations a claim with ``floor`` written in locks, planned once (as a worker's
-    are), on a session of its own."""
-    claim = pinned(load_postgres_statements("hot_path")["claim"], "floor", floor)
+async def _claim_locks(conn: asyncpg.Connection, floor: str, below: str = "") -> set[str]:
+    """The relations a claim with ``floor`` and ``below`` written in locks, planned once
+    (as a worker's are), on a session of its own; what it claimed is rolled back."""
+    claim = load_postgres_statements("hot_path")["claim"]
+    claim = pinned(pinned(claim, "floor", floor), "below", below)
     rendered = POSTGRES.render(claim)
     params: dict[str, Any] = {
         "limit": 10,
@@ -130,14 +131,18 @@ async def _claim_locks(conn: asyncpg.Connection, floor: str) -> set[str]:
         **LEASE_EXPIRED,
     }
     await conn.execute("SET plan_cache_mode = force_generic_plan")
-    async with conn.transaction():
+    claiming = conn.transaction()
+    await claiming.start()
+    try:
         await conn.fetch(rendered.text, *[params[n] for n in rendered.names])
         found = await conn.fetch(
             "SELECT c.relname FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
             " WHERE l.pid = pg_backend_pid()"
         )
+    finally:
+        await claiming.rollback()
         POSTGRES.forget(claim)
-        return {r["relname"] for r in found}
+    return {r["relname"] for r in found}
 
 
 async def test_a_claim_leaves_the_days_of_finished_jobs_out_of_its_plan(
@@ -161,6 +166,58 @@ async def test_a_claim_leaves_the_days_of_finished_jobs_out_of_its_plan(
             "UPDATE jobs SET state = 'accepted', next_attempt_at = now() WHERE id < $1", floor
         )
         assert await conn.fetchval("SELECT hookinbox_job_floor()") == day_floor(id_at(noon))
+
+
+async def test_jobs_a_retired_day_left_in_default_do_not_hold_the_claims_floor_back(
+    pg_store: Store, pg_url: str
+) -> None:
+    made = await _jobs_days_ago(pg_store, days=5)
+    await pg_store.partitions.retire(0, table="attempts")
+    await pg_store.partitions.retire(0, table="jobs")
+    # The days kept begin two days ago, a day of finished jobs; a job due today.
+    kept_noon = _days_ago(2)
+    await pg_store.partitions.create_ahead(7, today=kept_noon.date())
+    finished = await add_delivery(pg_store, "evt_finished", delivery_id=id_at(kept_noon))
+    today_id = await add_delivery(pg_store, "evt_today")
+    kept_day = "jobs_p" + kept_noon.strftime("%Y%m%d")
+    async with pg_session(pg_url) as conn:
+        await conn.execute(
+            "UPDATE jobs SET state = 'completed', completed_at = now() WHERE id = $1",
+            f"{finished}:count",
+        )
+        # The dead letter holds its order key, and today's job is of that key.
+        await conn.execute(
+            "UPDATE jobs SET order_key = 'customer-1', order_hold = true WHERE id = $1",
+            made["dead"],
+        )
+        await conn.execute(
+            "UPDATE jobs SET order_key = 'customer-1' WHERE id = $1", f"{today_id}:count"
+        )
+        # DEFAULT holds the retired day's due job and dead letter: the floor of the version
+        # before went back to their day; now it is the day an hour ago, and the ids below
+        # the first day kept are read besides.
+        held_back = await conn.fetchval("SELECT hookinbox_job_floor()")
+        assert held_back == day_floor(id_at(_days_ago(5)))
+        floor, below = await conn.fetchrow("SELECT floor, below FROM hookinbox_claim_floors()")
+        assert floor == day_floor(delivery_id_floor(time.time() - 3600))
+        assert below == day_floor(id_at(kept_noon))
+        locked = await _claim_locks(conn, floor, below)
+        assert kept_day not in locked and "jobs_default" in locked
+        assert kept_day in await _claim_locks(conn, held_back)
+    # A worker starting now (its first claim asks for the floors) claims the held due job
+    # (below) and not today's job, whose key the dead letter in DEFAULT still holds;
+    # released, today's job is claimed.
+    worker = open_store_for(pg_url)
+    await worker.open(migrate=False)
+    try:
+        claimed = await worker.queue.claim_due_jobs("w", 10, 30)
+        assert [c.id for c in claimed] == [made["waiting"]]
+        async with pg_session(pg_url) as conn:
+            await conn.execute("UPDATE jobs SET order_hold = false WHERE id = $1", made["dead"])
+        claimed = await worker.queue.claim_due_jobs("w", 10, 30)
+        assert [c.id for c in claimed] == [f"{today_id}:count"]
+    finally:
+        await worker.close()
 
 
 async def test_a_dead_letter_of_an_older_day_retried_is_claimed_once_the_floor_is_asked_again(
@@ -237,7 +294,7 @@ async def test_a_store_at_027_converts_jobs_in_place_while_receiving_and_settlin
         while not migrating.done() or len(settled) < 30:
             await receive_and_settle()
         applied = await migrating
-        assert [name.split("_")[0] for name in applied] == ["028"]
+        assert [name.split("_")[0] for name in applied] == ["028", "029"]
         assert max(waits) < 2.0, waits
     finally:
         await worker.close()

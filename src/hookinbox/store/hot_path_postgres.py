@@ -95,10 +95,14 @@ def day_floor(job_id: str) -> str:
     return f"dlv_{ms - ms % _DAY_MS:012x}" if job_id.startswith("dlv_") else ""
 
 
-def _batch_floor(batch: Sequence[Mapping[str, Any]], claim_floor: str | None) -> str:
-    """The floor of a settle: the day of its smallest job id, or the claim's if smaller
-    (a settle alone has none: ``None``)."""
-    floor = day_floor(min(params["id"] for params in batch)) if batch else ""
+def _batch_floor(
+    batch: Sequence[Mapping[str, Any]], claim_floor: str | None, below: str = ""
+) -> str:
+    """The floor of a settle: the day of its smallest job id at or above ``below`` (the
+    ids under it are read anyway), or the claim's if smaller (a settle alone has none:
+    ``None``)."""
+    ids = [params["id"] for params in batch if params["id"] >= below]
+    floor = day_floor(min(ids)) if ids else below
     if claim_floor is None:
         return floor
     return min(floor, claim_floor) if batch else claim_floor
@@ -121,41 +125,47 @@ def _one_per_event(items: Sequence[NewDelivery]) -> list[NewDelivery]:
 
 
 class PostgresHotPath(HotPath):
-    """On a store whose jobs are partitioned by day (migration 028), the worker's
-    statements name the first day they can touch, written in as a constant
-    (:func:`~hookinbox.store.sql.pinned`): their plans, made once, leave the older days
-    of finished jobs out instead of locking every day at each run."""
+    """On a store whose jobs are partitioned by day (migrations 028, 029), the worker's
+    statements name the first day they can touch and the first day of jobs still there
+    (what is below it is DEFAULT's), written in as constants
+    (:func:`~hookinbox.store.sql.pinned`): their plans, made once, leave the days of
+    finished jobs between the two out instead of locking every day at each run."""
 
     def __init__(self, db: Driver) -> None:
         super().__init__(db)
         self._floor = ""
+        self._below = ""
         self._floor_at = -FLOOR_REFRESH
         self._partitioned = False
-        #: floor -> (claim, settle, settle_and_claim) with it written in.
-        self._pinned: dict[str, tuple[Sql, Sql, Sql]] = {}
+        #: (floor, below) -> (claim, settle, settle_and_claim) with them written in.
+        self._pinned: dict[tuple[str, str], tuple[Sql, Sql, Sql]] = {}
 
     async def _claim_floor(self) -> str:
-        """The first id a claim must read, asked again every :data:`FLOOR_REFRESH`."""
+        """The first id a claim must read, asked again every :data:`FLOOR_REFRESH` (with
+        :attr:`_below`)."""
         now = time.monotonic()
         if now - self._floor_at >= FLOOR_REFRESH:
             self._floor_at = now
             if not self._partitioned:
                 self._partitioned = bool(await self._db.value(_HAS_JOB_FLOOR))
             if self._partitioned:
-                self._floor = str(await self._db.value(_JOB_FLOOR) or "")
+                found = await self._db.row(_JOB_FLOOR)
+                if found is not None:
+                    self._floor, self._below = found["floor"] or "", found["below"] or ""
         return self._floor
 
     def _statements(self, floor: str) -> tuple[Sql, Sql, Sql]:
-        found = self._pinned.get(floor)
+        key = (floor, self._below)
+        found = self._pinned.get(key)
         if found is None:
             if len(self._pinned) >= _PINNED_KEPT:
                 for sql in self._pinned.pop(next(iter(self._pinned))):
                     self._db.dialect.forget(sql)
-            found = self._pinned[floor] = (
-                pinned(_CLAIM, "floor", floor),
-                pinned(_SETTLE, "floor", floor),
-                pinned(_SETTLE_AND_CLAIM, "floor", floor),
+            claim, settle, turn = (
+                pinned(pinned(sql, "floor", floor), "below", self._below)
+                for sql in (_CLAIM, _SETTLE, _SETTLE_AND_CLAIM)
             )
+            found = self._pinned[key] = (claim, settle, turn)
         return found
 
     async def reserve_batch(self, items: Sequence[NewDelivery]) -> list[Reservation]:
@@ -227,7 +237,7 @@ class PostgresHotPath(HotPath):
         return [ClaimedJob.from_row(r, token) for r in found]
 
     async def settle(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
-        _, settle_sql, _ = self._statements(_batch_floor(batch, None))
+        _, settle_sql, _ = self._statements(_batch_floor(batch, None, self._below))
         found = await self._db.rows_planned_once(settle_sql, batch=_settle_batch(batch))
         settled = {r["id"] for r in found}
         return [params["id"] in settled for params in batch]
@@ -241,7 +251,8 @@ class PostgresHotPath(HotPath):
         order_grace: float = 0.0,
     ) -> tuple[list[bool], list[ClaimedJob]]:
         token = new_lease_token()
-        _, _, turn_sql = self._statements(_batch_floor(batch, await self._claim_floor()))
+        claim_floor = await self._claim_floor()
+        _, _, turn_sql = self._statements(_batch_floor(batch, claim_floor, self._below))
         found = await self._db.rows_planned_once(
             turn_sql,
             batch=_settle_batch(batch),

@@ -276,43 +276,43 @@ WHERE id = ANY($4)
 RETURNING id, delivery_id, source, action, attempts, max_attempts, trigger;
 
 -- name: hot_path.claim
--- params: $1 floor, $2 horizon, $3 limit, $4 token, $5 worker, $6 lease, $7 outcome, $8 error
+-- params: $1 floor, $2 below, $3 horizon, $4 limit, $5 token, $6 worker, $7 lease, $8 outcome, $9 error
 WITH
 waiting AS (
     SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs j
-    WHERE state = 'accepted' AND next_attempt_at <= now() AND j.id >= $1
-      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < $2 AND NOT EXISTS (
+    WHERE state = 'accepted' AND next_attempt_at <= now() AND (j.id >= $1 OR j.id < $2)
+      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < $3 AND NOT EXISTS (
           SELECT 1 FROM jobs e
-          WHERE e.order_key = j.order_key AND e.id < j.id AND e.id >= $1
+          WHERE e.order_key = j.order_key AND e.id < j.id AND (e.id >= $1 OR e.id < $2)
             AND e.order_key IS NOT NULL AND e.state <> 'completed'
             AND (e.state <> 'failed' OR e.order_hold))) END
-    ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED
+    ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED
 ),
 lapsed AS (
     SELECT id, lease_expires_at AS due_at, true AS lapsed,
            attempts, trigger, leased_by, leased_at
     FROM jobs
     WHERE state = 'processing' AND lease_expires_at < now() AND attempts < max_attempts
-      AND id >= $1
-    ORDER BY lease_expires_at LIMIT $3 FOR UPDATE SKIP LOCKED
+      AND (id >= $1 OR id < $2)
+    ORDER BY lease_expires_at LIMIT $4 FOR UPDATE SKIP LOCKED
 ),
 picked AS (
     SELECT id, lapsed FROM (
         SELECT id, due_at, lapsed FROM waiting UNION ALL SELECT id, due_at, lapsed FROM lapsed
-    ) AS due ORDER BY due_at LIMIT $3
+    ) AS due ORDER BY due_at LIMIT $4
 ),
 claimed AS (
     UPDATE jobs j
-    SET state = 'processing', attempts = attempts + 1, lease_token = $4,
-        leased_by = $5, leased_at = now(), lease_expires_at = now() + make_interval(secs => $6),
+    SET state = 'processing', attempts = attempts + 1, lease_token = $5,
+        leased_by = $6, leased_at = now(), lease_expires_at = now() + make_interval(secs => $7),
         updated_at = now()
-    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.id >= $1
+    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND (j.id >= $1 OR j.id < $2)
     RETURNING j.id, j.delivery_id, j.source, j.action, j.attempts, j.max_attempts, j.trigger
 ),
 expired AS (
     INSERT INTO attempts (job_id, number, trigger, worker, started_at, ended_at, outcome,
                           error_code)
-    SELECT l.id, l.attempts, l.trigger, l.leased_by, l.leased_at, now(), $7, $8
+    SELECT l.id, l.attempts, l.trigger, l.leased_by, l.leased_at, now(), $8, $9
     FROM lapsed l
     WHERE l.id = ANY(ARRAY(SELECT id FROM picked WHERE lapsed))
 )
@@ -447,7 +447,7 @@ SET state = $1, last_error = coalesce($2, last_error),
 WHERE id = $6 AND lease_token = $7 AND state = 'processing';
 
 -- name: hot_path.has_job_floor
-SELECT to_regprocedure('hookinbox_job_floor()') IS NOT NULL;
+SELECT to_regprocedure('hookinbox_claim_floors()') IS NOT NULL;
 
 -- name: hot_path.held_leases
 -- params: $1 ids
@@ -473,7 +473,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, now(),
 INSERT INTO payloads (delivery_id, body, headers) VALUES ($1, $2, $3);
 
 -- name: hot_path.job_floor
-SELECT hookinbox_job_floor();
+SELECT floor, below FROM hookinbox_claim_floors();
 
 -- name: hot_path.reserve
 -- params: $1 items, $2 bodies, $3 jobs
@@ -534,7 +534,7 @@ WHERE source = $3 AND event_id = $4
 RETURNING id, body_sha256;
 
 -- name: hot_path.settle
--- params: $1 batch, $2 floor
+-- params: $1 batch, $2 floor, $3 below
 WITH
 settle AS (
     SELECT (e->>0)::text AS s_id, (e->>1)::text AS s_token, (e->>2)::text AS s_state,
@@ -547,7 +547,7 @@ settle AS (
 ),
 held AS MATERIALIZED (
     SELECT id, attempts, trigger, leased_by, leased_at FROM jobs
-    WHERE id = ANY(ARRAY(SELECT s_id FROM settle)) AND id >= $2
+    WHERE id = ANY(ARRAY(SELECT s_id FROM settle)) AND (id >= $2 OR id < $3)
 ),
 done AS (
     UPDATE jobs j
@@ -558,7 +558,8 @@ done AS (
         completed_at = CASE WHEN s_state = 'completed' THEN now() ELSE completed_at END,
         failed_at = CASE WHEN s_state = 'failed' THEN now() ELSE failed_at END,
         lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = now()
-    FROM settle WHERE j.id = ANY(ARRAY(SELECT s_id FROM settle)) AND j.id >= $2
+    FROM settle WHERE j.id = ANY(ARRAY(SELECT s_id FROM settle))
+      AND (j.id >= $2 OR j.id < $3)
       AND j.id = s_id AND j.lease_token = s_token AND j.state = 'processing'
     RETURNING j.id, settle.*
 ),
@@ -575,7 +576,7 @@ ended AS (
 SELECT id FROM done;
 
 -- name: hot_path.settle_and_claim
--- params: $1 batch, $2 floor, $3 horizon, $4 limit, $5 token, $6 worker, $7 lease, $8 outcome, $9 error
+-- params: $1 batch, $2 floor, $3 below, $4 horizon, $5 limit, $6 token, $7 worker, $8 lease, $9 outcome, $10 error
 WITH
 settle AS (
     SELECT (e->>0)::text AS s_id, (e->>1)::text AS s_token, (e->>2)::text AS s_state,
@@ -588,7 +589,7 @@ settle AS (
 ),
 held AS MATERIALIZED (
     SELECT id, attempts, trigger, leased_by, leased_at FROM jobs
-    WHERE id = ANY(ARRAY(SELECT s_id FROM settle)) AND id >= $2
+    WHERE id = ANY(ARRAY(SELECT s_id FROM settle)) AND (id >= $2 OR id < $3)
 ),
 done AS (
     UPDATE jobs j
@@ -599,7 +600,8 @@ done AS (
         completed_at = CASE WHEN s_state = 'completed' THEN now() ELSE completed_at END,
         failed_at = CASE WHEN s_state = 'failed' THEN now() ELSE failed_at END,
         lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = now()
-    FROM settle WHERE j.id = ANY(ARRAY(SELECT s_id FROM settle)) AND j.id >= $2
+    FROM settle WHERE j.id = ANY(ARRAY(SELECT s_id FROM settle))
+      AND (j.id >= $2 OR j.id < $3)
       AND j.id = s_id AND j.lease_token = s_token AND j.state = 'processing'
     RETURNING j.id, settle.*
 ),
@@ -615,44 +617,44 @@ ended AS (
 ),
 waiting AS (
     SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs j
-    WHERE state = 'accepted' AND next_attempt_at <= now() AND j.id >= $2
+    WHERE state = 'accepted' AND next_attempt_at <= now() AND (j.id >= $2 OR j.id < $3)
       AND NOT (id = ANY(ARRAY(SELECT s_id FROM settle)))
-      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < $3 AND NOT EXISTS (
+      AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < $4 AND NOT EXISTS (
           SELECT 1 FROM jobs e
-          WHERE e.order_key = j.order_key AND e.id < j.id AND e.id >= $2
+          WHERE e.order_key = j.order_key AND e.id < j.id AND (e.id >= $2 OR e.id < $3)
             AND e.order_key IS NOT NULL AND e.state <> 'completed'
             AND (e.state <> 'failed' OR e.order_hold)
             AND NOT EXISTS (
                 SELECT 1 FROM done WHERE done.id = e.id AND (done.s_state = 'completed'
                     OR (done.s_state = 'failed' AND NOT e.order_hold))))) END
-    ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED
+    ORDER BY next_attempt_at LIMIT $5 FOR UPDATE SKIP LOCKED
 ),
 lapsed AS (
     SELECT id, lease_expires_at AS due_at, true AS lapsed,
            attempts, trigger, leased_by, leased_at
     FROM jobs
     WHERE state = 'processing' AND lease_expires_at < now() AND attempts < max_attempts
-      AND id >= $2
+      AND (id >= $2 OR id < $3)
       AND NOT (id = ANY(ARRAY(SELECT s_id FROM settle)))
-    ORDER BY lease_expires_at LIMIT $4 FOR UPDATE SKIP LOCKED
+    ORDER BY lease_expires_at LIMIT $5 FOR UPDATE SKIP LOCKED
 ),
 picked AS (
     SELECT id, lapsed FROM (
         SELECT id, due_at, lapsed FROM waiting UNION ALL SELECT id, due_at, lapsed FROM lapsed
-    ) AS due ORDER BY due_at LIMIT $4
+    ) AS due ORDER BY due_at LIMIT $5
 ),
 claimed AS (
     UPDATE jobs j
-    SET state = 'processing', attempts = attempts + 1, lease_token = $5,
-        leased_by = $6, leased_at = now(), lease_expires_at = now() + make_interval(secs => $7),
+    SET state = 'processing', attempts = attempts + 1, lease_token = $6,
+        leased_by = $7, leased_at = now(), lease_expires_at = now() + make_interval(secs => $8),
         updated_at = now()
-    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.id >= $2
+    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND (j.id >= $2 OR j.id < $3)
     RETURNING j.id, j.delivery_id, j.source, j.action, j.attempts, j.max_attempts, j.trigger
 ),
 expired AS (
     INSERT INTO attempts (job_id, number, trigger, worker, started_at, ended_at, outcome,
                           error_code)
-    SELECT l.id, l.attempts, l.trigger, l.leased_by, l.leased_at, now(), $8, $9
+    SELECT l.id, l.attempts, l.trigger, l.leased_by, l.leased_at, now(), $9, $10
     FROM lapsed l
     WHERE l.id = ANY(ARRAY(SELECT id FROM picked WHERE lapsed))
 )

@@ -78,16 +78,18 @@ SELECT 'notify', NULL, NULL, NULL, false FROM notify;
 -- writes no attempt at all: the settle writes it, once. Rows are found by key
 -- (= ANY(ARRAY(...)), LATERAL): a join the planner may hash would scan whole tables
 -- for a few dozen rows. The claimed jobs come with their deliveries' identities and
--- payloads. Every read of jobs names :floor (no due job has a smaller id: migration
--- 028's hookinbox_job_floor): planned for each run, the statement leaves the days of
--- jobs before it out of the plan, unopened and unlocked.
+-- payloads. Every read of jobs names :floor and :below (no due job has an id between
+-- them: migration 029's hookinbox_claim_floors): planned for each run, the statement
+-- leaves the days of jobs in that span out of the plan, unopened and unlocked. Below
+-- :below is only DEFAULT's share of the retired days (held jobs, dead letters), read
+-- always, so that one of them left for weeks does not hold the floor back.
 WITH
 waiting AS (
     SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs j
-    WHERE state = 'accepted' AND next_attempt_at <= {now} AND j.id >= :floor
+    WHERE state = 'accepted' AND next_attempt_at <= {now} AND (j.id >= :floor OR j.id < :below)
       AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < :horizon AND NOT EXISTS (
           SELECT 1 FROM jobs e
-          WHERE e.order_key = j.order_key AND e.id < j.id AND e.id >= :floor
+          WHERE e.order_key = j.order_key AND e.id < j.id AND (e.id >= :floor OR e.id < :below)
             AND e.order_key IS NOT NULL AND e.state <> 'completed'
             AND (e.state <> 'failed' OR e.order_hold))) END
     ORDER BY next_attempt_at LIMIT :limit FOR UPDATE SKIP LOCKED
@@ -97,7 +99,7 @@ lapsed AS (
            attempts, trigger, leased_by, leased_at
     FROM jobs
     WHERE state = 'processing' AND lease_expires_at < {now} AND attempts < max_attempts
-      AND id >= :floor
+      AND (id >= :floor OR id < :below)
     ORDER BY lease_expires_at LIMIT :limit FOR UPDATE SKIP LOCKED
 ),
 picked AS (
@@ -110,7 +112,7 @@ claimed AS (
     SET state = 'processing', attempts = attempts + 1, lease_token = :token,
         leased_by = :worker, leased_at = {now}, lease_expires_at = {now} + {secs:lease},
         updated_at = {now}
-    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.id >= :floor
+    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND (j.id >= :floor OR j.id < :below)
     RETURNING j.id, j.delivery_id, j.source, j.action, j.attempts, j.max_attempts, j.trigger
 ),
 expired AS (
@@ -138,8 +140,9 @@ LEFT JOIN LATERAL (
 -- inserted once, complete, from the lease as the claim left it (held: this statement's
 -- snapshot, before done clears the lease); a job whose lease check fails is not in done
 -- and gets no row. held is MATERIALIZED, read once: inlined into the join with done,
--- PostgreSQL scanned the batch's ids again for every row settled. :floor is the batch's
--- smallest id: the days of jobs before it are left out of the plan.
+-- PostgreSQL scanned the batch's ids again for every row settled. :floor is the day of
+-- the batch's smallest id at or above :below (the claim's): the days of jobs between
+-- them are left out of the plan.
 WITH
 settle AS (
     SELECT (e->>0)::text AS s_id, (e->>1)::text AS s_token, (e->>2)::text AS s_state,
@@ -152,7 +155,7 @@ settle AS (
 ),
 held AS MATERIALIZED (
     SELECT id, attempts, trigger, leased_by, leased_at FROM jobs
-    WHERE id = ANY(ARRAY(SELECT s_id FROM settle)) AND id >= :floor
+    WHERE id = ANY(ARRAY(SELECT s_id FROM settle)) AND (id >= :floor OR id < :below)
 ),
 done AS (
     UPDATE jobs j
@@ -163,7 +166,8 @@ done AS (
         completed_at = CASE WHEN s_state = 'completed' THEN {now} ELSE completed_at END,
         failed_at = CASE WHEN s_state = 'failed' THEN {now} ELSE failed_at END,
         lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = {now}
-    FROM settle WHERE j.id = ANY(ARRAY(SELECT s_id FROM settle)) AND j.id >= :floor
+    FROM settle WHERE j.id = ANY(ARRAY(SELECT s_id FROM settle))
+      AND (j.id >= :floor OR j.id < :below)
       AND j.id = s_id AND j.lease_token = s_token AND j.state = 'processing'
     RETURNING j.id, settle.*
 ),
@@ -193,7 +197,8 @@ SELECT id FROM done;
 -- nothing. A job of an ordered route whose key this batch frees (its head completed, or
 -- dead-lettered and released) may be claimed by the same statement: the head still looks
 -- leased in the snapshot, so the key check leaves out the jobs done settles for good.
--- :floor is the claim's, or the batch's smallest id if that is smaller.
+-- :floor is the claim's, or the batch's smallest id at or above :below if that is
+-- smaller; :below is the claim's.
 WITH
 settle AS (
     SELECT (e->>0)::text AS s_id, (e->>1)::text AS s_token, (e->>2)::text AS s_state,
@@ -206,7 +211,7 @@ settle AS (
 ),
 held AS MATERIALIZED (
     SELECT id, attempts, trigger, leased_by, leased_at FROM jobs
-    WHERE id = ANY(ARRAY(SELECT s_id FROM settle)) AND id >= :floor
+    WHERE id = ANY(ARRAY(SELECT s_id FROM settle)) AND (id >= :floor OR id < :below)
 ),
 done AS (
     UPDATE jobs j
@@ -217,7 +222,8 @@ done AS (
         completed_at = CASE WHEN s_state = 'completed' THEN {now} ELSE completed_at END,
         failed_at = CASE WHEN s_state = 'failed' THEN {now} ELSE failed_at END,
         lease_token = NULL, leased_by = NULL, lease_expires_at = NULL, updated_at = {now}
-    FROM settle WHERE j.id = ANY(ARRAY(SELECT s_id FROM settle)) AND j.id >= :floor
+    FROM settle WHERE j.id = ANY(ARRAY(SELECT s_id FROM settle))
+      AND (j.id >= :floor OR j.id < :below)
       AND j.id = s_id AND j.lease_token = s_token AND j.state = 'processing'
     RETURNING j.id, settle.*
 ),
@@ -233,11 +239,11 @@ ended AS (
 ),
 waiting AS (
     SELECT id, next_attempt_at AS due_at, false AS lapsed FROM jobs j
-    WHERE state = 'accepted' AND next_attempt_at <= {now} AND j.id >= :floor
+    WHERE state = 'accepted' AND next_attempt_at <= {now} AND (j.id >= :floor OR j.id < :below)
       AND NOT (id = ANY(ARRAY(SELECT s_id FROM settle)))
       AND CASE WHEN j.order_key IS NULL THEN true ELSE (j.id < :horizon AND NOT EXISTS (
           SELECT 1 FROM jobs e
-          WHERE e.order_key = j.order_key AND e.id < j.id AND e.id >= :floor
+          WHERE e.order_key = j.order_key AND e.id < j.id AND (e.id >= :floor OR e.id < :below)
             AND e.order_key IS NOT NULL AND e.state <> 'completed'
             AND (e.state <> 'failed' OR e.order_hold)
             AND NOT EXISTS (
@@ -250,7 +256,7 @@ lapsed AS (
            attempts, trigger, leased_by, leased_at
     FROM jobs
     WHERE state = 'processing' AND lease_expires_at < {now} AND attempts < max_attempts
-      AND id >= :floor
+      AND (id >= :floor OR id < :below)
       AND NOT (id = ANY(ARRAY(SELECT s_id FROM settle)))
     ORDER BY lease_expires_at LIMIT :limit FOR UPDATE SKIP LOCKED
 ),
@@ -264,7 +270,7 @@ claimed AS (
     SET state = 'processing', attempts = attempts + 1, lease_token = :token,
         leased_by = :worker, leased_at = {now}, lease_expires_at = {now} + {secs:lease},
         updated_at = {now}
-    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.id >= :floor
+    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND (j.id >= :floor OR j.id < :below)
     RETURNING j.id, j.delivery_id, j.source, j.action, j.attempts, j.max_attempts, j.trigger
 ),
 expired AS (
@@ -311,10 +317,11 @@ ended AS (
 SELECT count(*) FROM done;
 
 -- name: has_job_floor
--- Whether jobs are partitioned by day (migration 028); before it every claim reads the
--- one table and its floor is ''.
-SELECT to_regprocedure('hookinbox_job_floor()') IS NOT NULL;
+-- Whether jobs are partitioned by day with the claim's floors (migrations 028, 029);
+-- before it every claim reads the one table and its floors are ''.
+SELECT to_regprocedure('hookinbox_claim_floors()') IS NOT NULL;
 
 -- name: job_floor
--- The first day's id a claim must read from (hookinbox_job_floor, migration 028).
-SELECT hookinbox_job_floor();
+-- The first day's id a claim must read from, and the first id of the days of jobs still
+-- there (hookinbox_claim_floors, migration 029).
+SELECT floor, below FROM hookinbox_claim_floors();
