@@ -13,7 +13,10 @@ prepared statements, until none is due. The figure is that backend's CPU per job
 (``/proc/PID/schedstat``), in five variants: the plan made once (generic) or per run
 (custom), and the claim naming a floor (``id >=`` the first id of the oldest day that
 holds due jobs, which lets PostgreSQL leave the other days out) or not, as a parameter
-or written in as a constant (what hookinbox's worker does: ``--variants`` picks some).
+or written in as a constant; "const + below" is what hookinbox's worker does (migration
+029): the floor and the first day still there as constants, ``id >= floor OR id <
+below``, with a dead letter a retired day left in ``DEFAULT`` (which, counted in the
+floor, would make every day planned: the "generic" row). ``--variants`` picks some.
 """
 
 from __future__ import annotations
@@ -47,14 +50,17 @@ VARIANTS: dict[str, tuple[str, str | None]] = {
     "generic + floor": ("force_generic_plan", "param"),
     "custom + floor": ("force_custom_plan", "param"),
     "generic + const": ("force_generic_plan", "constant"),
+    "const + below": ("force_generic_plan", "below"),
 }
+#: A job id below every day: a retired day's dead letter kept in DEFAULT.
+HELD = "dlv_-001_00000001:noop"
 
 
 def _day(d: int) -> str:
     return f"dlv_{d:04d}"
 
 
-async def _fill(dsn: str, days: int) -> None:
+async def _fill(dsn: str, days: int, held: bool) -> None:
     conn = await asyncpg.connect(dsn)
     try:
         partitioned = "PARTITION BY RANGE (id)" if days else ""
@@ -78,6 +84,12 @@ async def _fill(dsn: str, days: int) -> None:
             )
         if days:
             await conn.execute("CREATE TABLE jobs_default PARTITION OF jobs DEFAULT")
+        if held:
+            await conn.execute(
+                "INSERT INTO jobs (id, delivery_id, state) VALUES ($1, $2, 'failed')",
+                HELD,
+                HELD.split(":")[0],
+            )
         last = max(days, 1) - 1
         for d in range(last + 1):
             state, rows = ("accepted", DUE) if d == last else ("completed", PER_DAY)
@@ -104,14 +116,18 @@ async def _drain(dsn: str, plan_mode: str, floor: str | None, kind: str | None) 
     try:
         await conn.execute(f"SET plan_cache_mode = {plan_mode}")
         pid = await conn.fetchval("SELECT pg_backend_pid()")
-        bound = {None: "", "param": "$3", "constant": f"'{floor}'"}[kind]
-        sql = CLAIM.format(
-            floor=f"AND id >= {bound}" if kind else "",
-            floor_j=f"AND j.id >= {bound}" if kind else "",
-        )
+        bound = {None: "", "param": "$3", "constant": f"'{floor}'", "below": f"'{floor}'"}[kind]
+
+        def floor_of(col: str) -> str:
+            if kind is None:
+                return ""
+            below = f" OR {col} < '{_day(0)}'" if kind == "below" else ""
+            return f"AND ({col} >= {bound}{below})"
+
+        sql = CLAIM.format(floor=floor_of("id"), floor_j=floor_of("j.id"))
         # The settle names the floor as the claim does (the worker's settle names its
         # batch's smallest day).
-        settle_sql = SETTLE.format(floor=f"AND id >= {bound}" if kind else "")
+        settle_sql = SETTLE.format(floor=floor_of("id"))
         claim, settle = await conn.prepare(sql), await conn.prepare(settle_sql)
         args: tuple[object, ...] = (BATCH, "tok", floor) if kind == "param" else (BATCH, "tok")
         settle_args: tuple[object, ...] = ("tok", floor) if kind == "param" else ("tok",)
@@ -155,7 +171,7 @@ async def main() -> None:
             for variant, (plan_mode, kind) in variants.items():
                 for days in counts:
                     await _recreate(db)
-                    await _fill(dsn, days)
+                    await _fill(dsn, days, held=kind == "below")
                     floor = _day(max(days, 1) - 1) if kind else None
                     us = await _drain(dsn, plan_mode, floor, kind)
                     figures.setdefault((variant, days), []).append(us)
