@@ -95,9 +95,7 @@ def day_floor(job_id: str) -> str:
     return f"dlv_{ms - ms % _DAY_MS:012x}" if job_id.startswith("dlv_") else ""
 
 
-def _batch_floor(
-    batch: Sequence[Mapping[str, Any]], claim_floor: str | None, below: str = ""
-) -> str:
+def _batch_floor(batch: Sequence[Mapping[str, Any]], claim_floor: str | None, below: str) -> str:
     """The floor of a settle: the day of its smallest job id at or above ``below`` (the
     ids under it are read anyway), or the claim's if smaller (a settle alone has none:
     ``None``)."""
