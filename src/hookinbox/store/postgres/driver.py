@@ -160,6 +160,8 @@ class PostgresDriver(Driver):
         self._planned_once: asyncpg.Pool | None = None
         self._planned_once_lock = asyncio.Lock()
         self._listener: asyncpg.Connection | None = None
+        #: A worker's lanes wait together: one of them opens the LISTEN connection.
+        self._listen_lock = asyncio.Lock()
         self._wakeup = asyncio.Event()
         #: The connections :meth:`run_held` keeps between calls (taken from the pool).
         self._held: list[Any] = []
@@ -437,7 +439,9 @@ class PostgresDriver(Driver):
     # -- waking workers -------------------------------------------------------------------
     async def wait_for_jobs(self, timeout: float) -> None:
         if self._listener is None or self._listener.is_closed():
-            await self._listen()
+            async with self._listen_lock:
+                if self._listener is None or self._listener.is_closed():
+                    await self._listen()
         with suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._wakeup.wait(), timeout)
         self._wakeup.clear()
