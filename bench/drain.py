@@ -140,7 +140,7 @@ async def _setup(target: str, bench: Bench, run: int) -> _Setup:
         tmp,
         f"drain-{target}-{run}",
         bench.env,
-        args.concurrency,
+        args.hookinbox_concurrency,
         sealed=target.endswith(SEALED_SUFFIX),
         ordered=target.endswith(ORDERED),
     )

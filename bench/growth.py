@@ -278,7 +278,9 @@ def bench_growth(kind: str, rows: int, bodies: int, bench: Bench) -> GrowthResul
             which: HookinboxStore, name: str, config: Path | None = None
         ) -> tuple[Proc, _Runner, Path]:
             if config is None:
-                config = hookinbox_config(which, bench.tmp, name, bench.env, bench.args.concurrency)
+                config = hookinbox_config(
+                    which, bench.tmp, name, bench.env, bench.args.hookinbox_concurrency
+                )
                 with config.open("a") as out:
                     out.write(BENCH_OPERATIONS)
             cmd = hookinbox_serve_cmd(

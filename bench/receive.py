@@ -137,7 +137,12 @@ def make_server(target: str, bench: Bench) -> tuple[Proc, RowCounter | None]:
     # A store of its own per target: every target's server is up for the whole mode.
     store = fresh_hookinbox_store(kind, "receive_" + target.replace("-", "_"), bench.tmp)
     config = hookinbox_config(
-        store, bench.tmp, target, env, bench.args.concurrency, sealed=target.endswith(SEALED_SUFFIX)
+        store,
+        bench.tmp,
+        target,
+        env,
+        bench.args.hookinbox_concurrency,
+        sealed=target.endswith(SEALED_SUFFIX),
     )
     cmd = hookinbox_serve_cmd(
         config,

@@ -113,8 +113,14 @@ def parse_args() -> argparse.Namespace:
         "--concurrency",
         type=int,
         default=32,
-        help="worker concurrency: hookinbox [worker] concurrency (32 here; its default is "
-        "4, which keeps a worker near 1k no-op jobs/s) and procrastinate's --concurrency",
+        help="procrastinate's worker --concurrency (32)",
+    )
+    ap.add_argument(
+        "--hookinbox-concurrency",
+        type=int,
+        default=128,
+        help="hookinbox [worker] concurrency (128 here: four claim lanes of its default "
+        "claim_batch 32, its setting for many short jobs; its default is 4)",
     )
     ap.add_argument(
         "--hookinbox-log-level",
@@ -215,7 +221,8 @@ def header(args: argparse.Namespace, busy: float | None) -> None:
         "servers and PostgreSQL"
     )
     print(
-        f"worker concurrency {args.concurrency}; hookinbox --log-level "
+        f"worker concurrency: hookinbox {args.hookinbox_concurrency}, procrastinate "
+        f"{args.concurrency}; hookinbox --log-level "
         f"{args.hookinbox_log_level}; pgqueuer on_conflict={args.pgqueuer_on_conflict}; "
         f"bodies {f'~{args.body_bytes:,} bytes' if args.body_bytes else '~300 bytes'}"
     )
