@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from hookinbox.app import build_worker_pool
-from hookinbox.store import NewDelivery, Store, open_store_for
+from hookinbox.store import open_store_for
 from hookinbox.work.actions import Event
 from hookinbox.work.effects import JobContext
-from hookinbox.work.lanes import lane_widths
+from hookinbox.work.lanes import IdleLanes, lane_widths
 from tests.store.test_contract import new_delivery
 from tests.support.inbox import make_config
+from tests.support.journal import every_first_job_completed
 from tests.support.waiting import wait_for
 
 CONCURRENCY = 6
@@ -90,7 +91,9 @@ async def test_a_pool_wider_than_a_claim_batch_claims_in_lanes_that_overlap(db_u
         stop = asyncio.Event()
         running = asyncio.create_task(pool.run(stop))
         try:
-            await wait_for(lambda: _all_completed(store, items), 30, "every job completed")
+            await wait_for(
+                lambda: every_first_job_completed(store, items), 30, "every job completed"
+            )
         finally:
             stop.set()
             await running
@@ -103,9 +106,22 @@ async def test_a_pool_wider_than_a_claim_batch_claims_in_lanes_that_overlap(db_u
         await store.close()
 
 
-async def _all_completed(store: Store, items: list[NewDelivery]) -> bool:
-    for item in items:
-        job = await store.queue.get_job(item.jobs[0].id)
-        if job is None or job.state != "completed":
-            return False
-    return True
+async def test_a_signal_of_new_jobs_wakes_the_first_idle_lane_alone() -> None:
+    """A receiver's commit of a few jobs is claimed by one lane, not by every idle lane
+    at once; a signal while no lane waits is owed to the next lane that goes idle."""
+    lanes = IdleLanes()
+    stop = asyncio.Event()
+    waiting = {n: asyncio.create_task(lanes.wait(n, stop, timeout=60)) for n in (2, 0, 1)}
+    await asyncio.sleep(0)  # all three are waiting
+    lanes.wake_one()
+    await asyncio.wait_for(waiting[0], 10)
+    assert not waiting[1].done() and not waiting[2].done()
+    lanes.wake_one()
+    await asyncio.wait_for(waiting[1], 10)
+    assert not waiting[2].done()
+    stop.set()
+    await asyncio.wait_for(waiting[2], 10)
+
+    lanes.wake_one()  # no lane waits: owed
+    # Returns at once (a lane that waited would be stopped only by the 60 s timeout).
+    await asyncio.wait_for(lanes.wait(3, asyncio.Event(), timeout=60), 10)

@@ -9,6 +9,10 @@ claim batch runs several lanes on the same event loop: while one lane's statemen
 the store, another's jobs run, and the store works on two statements at once (docs/performance.md
 measures what that buys a drain).
 
+Idle lanes are woken one at a time (:class:`IdleLanes`): a trickle of jobs is claimed
+by one lane in the batches one lane would take, and a backlog, seen as a claim that came
+back full, wakes the others in turn.
+
 A lane is what one worker process with that many slots would be, sharing the process's
 leases, attempt runner and tracing; lanes never take each other's slots, and every
 claim is the store's usual ``FOR UPDATE SKIP LOCKED``, so two lanes claim different jobs
@@ -45,6 +49,45 @@ def lane_widths(concurrency: int, claim_batch: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(lanes)]
 
 
+class IdleLanes:
+    """Which lane claims when there may be new work: one idle lane per signal, the first
+    (a trickle of jobs goes to one lane, in the batches a pool of one lane would take),
+    and one more each time a claim comes back full (a backlog wakes every lane in turn).
+    Waking every idle lane at each signal would send a claim per lane for the few jobs
+    of one receiver's commit. A signal with no lane idle is owed to the next lane that
+    goes idle, which then claims at once."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[int, asyncio.Future[None]] = {}
+        self._owed = False
+
+    async def wait(self, lane: int, stop: asyncio.Event, timeout: float) -> None:
+        """Until this lane is woken, ``stop`` is set, or ``timeout`` passes (a lane
+        polls too: a job that comes due by time sends no signal)."""
+        if self._owed:
+            self._owed = False
+            return
+        woken = asyncio.get_running_loop().create_future()
+        self._waiting[lane] = woken
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait(
+                (woken, stopped), timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            stopped.cancel()
+            if self._waiting.get(lane) is woken:
+                del self._waiting[lane]
+
+    def wake_one(self) -> None:
+        if not self._waiting:
+            self._owed = True
+            return
+        woken = self._waiting.pop(min(self._waiting))
+        if not woken.done():
+            woken.set_result(None)
+
+
 class ClaimLane:
     """``running`` is the pool's set of job tasks (every lane's), which the pool waits
     for when it stops; ``sweep`` runs before a claim when due (one lane of a pool)."""
@@ -53,7 +96,9 @@ class ClaimLane:
         self,
         *,
         name: str,
+        index: int,
         width: int,
+        idle_lanes: IdleLanes,
         settings: WorkerSettings,
         store: Store,
         attempts: AttemptRunner,
@@ -63,7 +108,9 @@ class ClaimLane:
         running: set[asyncio.Task[None]],
     ) -> None:
         self._name = name
+        self._index = index
         self._width = width
+        self._idle_lanes = idle_lanes
         self._settings = settings
         self._store = store
         self._attempts = attempts
@@ -144,6 +191,9 @@ class ClaimLane:
                 # Slots this claim did not fill: the run loop claims (or idles) again.
                 self._slot_freed.set()
         self._start(jobs, started)
+        if len(jobs) == free:
+            # More may be waiting than this lane has room for: another idle lane claims.
+            self._idle_lanes.wake_one()
         return answers, len(jobs) == free
 
     async def _settle_and_claim(self, settlements: Sequence[Settlement]) -> list[bool]:
@@ -183,17 +233,7 @@ class ClaimLane:
 
     async def _idle(self, stop: asyncio.Event) -> None:
         self._slot_freed.clear()
-        waiters = [
-            asyncio.ensure_future(
-                self._store.queue.wait_for_jobs(self._settings.poll_interval_seconds)
-            ),
-            asyncio.ensure_future(stop.wait()),
-        ]
-        try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
+        await self._idle_lanes.wait(self._index, stop, self._settings.poll_interval_seconds)
 
     async def _work(self, job: ClaimedJob) -> None:
         """A claimed job: its slot is free again as soon as its handler returns, while its

@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from hookinbox.codes import error_code_of
 from hookinbox.config import Config
 from hookinbox.logs import get_logger
 from hookinbox.metrics import Metrics
@@ -35,7 +36,7 @@ from hookinbox.store import ClaimedJob, Store
 from hookinbox.tracing import Tracing
 from hookinbox.work.actions import Action
 from hookinbox.work.attempt import AttemptRunner
-from hookinbox.work.lanes import ClaimLane, lane_widths
+from hookinbox.work.lanes import ClaimLane, IdleLanes, lane_widths
 from hookinbox.work.leases import LeaseKeeper
 
 log = get_logger("hookinbox.worker")
@@ -73,10 +74,14 @@ class WorkerPool:
         self._running: set[asyncio.Task[None]] = set()
         #: Jobs this worker holds a lease on, claim to settlement.
         self._leases = LeaseKeeper(store, self._settings.lease_seconds)
+        #: The lanes waiting for work, woken one at a time by the store's signals.
+        self._idle_lanes = IdleLanes()
         self._lanes = [
             ClaimLane(
                 name=self.name,
+                index=index,
                 width=width,
+                idle_lanes=self._idle_lanes,
                 settings=self._settings,
                 store=store,
                 attempts=attempts,
@@ -85,7 +90,9 @@ class WorkerPool:
                 tracing=tracing,
                 running=self._running,
             )
-            for width in lane_widths(self._settings.concurrency, self._settings.claim_batch)
+            for index, width in enumerate(
+                lane_widths(self._settings.concurrency, self._settings.claim_batch)
+            )
         ]
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -97,6 +104,7 @@ class WorkerPool:
             lanes=len(self._lanes),
         )
         renewer = asyncio.create_task(self._leases.run())
+        listener = asyncio.create_task(self._listen(stop))
         try:
             # One lane sweeps expired leases for the pool, before its claims.
             sweeps = [self._sweep] + [None] * (len(self._lanes) - 1)
@@ -109,11 +117,25 @@ class WorkerPool:
             deadline = time.monotonic() + self._settings.lease_seconds
             while self._running and (left := deadline - time.monotonic()) > 0:
                 await asyncio.wait(set(self._running), timeout=left)
-            renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewer
+            for task in (listener, renewer):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await self._client.aclose()
             log.info("worker_stopped", worker=self.name)
+
+    async def _listen(self, stop: asyncio.Event) -> None:
+        """The store's signals of new jobs (or the poll interval), each handed to one
+        idle lane: one waiter on the store for the whole pool."""
+        poll = self._settings.poll_interval_seconds
+        while not stop.is_set():
+            try:
+                await self._store.queue.wait_for_jobs(poll)
+            except Exception as exc:
+                # The lanes poll on their own meanwhile: nothing waits on this alone.
+                log.error("worker_store_error", worker=self.name, error=error_code_of(exc))
+                await asyncio.sleep(poll)
+            self._idle_lanes.wake_one()
 
     async def _sweep(self) -> None:
         """Dead-letter the jobs whose lease expired on their last attempt."""
