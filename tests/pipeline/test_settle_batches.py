@@ -17,6 +17,7 @@ from hookinbox.work.settling import SettleBatcher
 from hookinbox.work.timeouts import JobTimeouts
 from tests.store.test_contract import new_delivery
 from tests.support.inbox import make_config
+from tests.support.journal import every_first_job_completed
 from tests.support.waiting import wait_for
 
 
@@ -108,7 +109,9 @@ async def test_a_worker_claims_the_slots_a_settle_batch_frees_in_the_same_call(
         stop = asyncio.Event()
         running = asyncio.create_task(pool.run(stop))
         try:
-            await wait_for(lambda: _all_completed(store, items), 20, "every job completed")
+            await wait_for(
+                lambda: every_first_job_completed(store, items), 20, "every job completed"
+            )
         finally:
             stop.set()
             await running
@@ -117,14 +120,6 @@ async def test_a_worker_claims_the_slots_a_settle_batch_frees_in_the_same_call(
         assert calls["claim_due_jobs_taking_jobs"] <= 3
     finally:
         await store.close()
-
-
-async def _all_completed(store: Store, items: list[NewDelivery]) -> bool:
-    for item in items:
-        job = await store.queue.get_job(item.jobs[0].id)
-        if job is None or job.state != "completed":
-            return False
-    return True
 
 
 class _Sleeps:

@@ -91,3 +91,12 @@ def keyed_delivery(
         jobs=(NewJob(job_id(delivery_id, "a"), "a", 3, order_key, False),),
         max_attempts=3,
     )
+
+
+async def every_first_job_completed(store: Store, items: list[NewDelivery]) -> bool:
+    """Whether each delivery's first job is completed (a wait_for condition)."""
+    for item in items:
+        job = await store.queue.get_job(item.jobs[0].id)
+        if job is None or job.state != "completed":
+            return False
+    return True
