@@ -85,7 +85,9 @@ async def _until(count: object, want: int) -> int:
 async def probe_hookinbox(bench: Bench) -> ProbeResult:
     result = ProbeResult("hookinbox-pg")
     store = fresh_hookinbox_store("pg", "probe_pg", bench.tmp)
-    config = hookinbox_config(store, bench.tmp, "probe", bench.env, bench.args.serve_concurrency)
+    config = hookinbox_config(
+        store, bench.tmp, "probe", bench.env, bench.args.hookinbox_concurrency
+    )
     port = free_port()
     server = Proc(
         "hookinbox-pg",

@@ -79,7 +79,7 @@ def start_with_workers(kind: str, bench: Bench) -> tuple[Proc, HookinboxStore]:
     target = f"hookinbox-{kind}"
     store = fresh_hookinbox_store(kind, f"workers_{kind}", bench.tmp)
     config = hookinbox_config(
-        store, bench.tmp, f"{target}-workers", bench.env, bench.args.serve_concurrency
+        store, bench.tmp, f"{target}-workers", bench.env, bench.args.hookinbox_concurrency
     )
     cmd = hookinbox_serve_cmd(
         config, free_port(), workers=True, log_level=bench.args.hookinbox_log_level

@@ -123,13 +123,6 @@ def parse_args() -> argparse.Namespace:
         "claim_batch 32, its setting for many short jobs; its default is 4)",
     )
     ap.add_argument(
-        "--serve-concurrency",
-        type=int,
-        default=32,
-        help="[worker] concurrency of `hookinbox serve` with its workers in-process (modes "
-        "pipeline, latency; 32: one claim lane, the receiver shares its event loop)",
-    )
-    ap.add_argument(
         "--hookinbox-log-level",
         default="info",
         choices=["debug", "info", "warning"],
@@ -228,8 +221,7 @@ def header(args: argparse.Namespace, busy: float | None) -> None:
         "servers and PostgreSQL"
     )
     print(
-        f"worker concurrency: hookinbox worker {args.hookinbox_concurrency}, serve "
-        f"{args.serve_concurrency}, procrastinate "
+        f"worker concurrency: hookinbox {args.hookinbox_concurrency}, procrastinate "
         f"{args.concurrency}; hookinbox --log-level "
         f"{args.hookinbox_log_level}; pgqueuer on_conflict={args.pgqueuer_on_conflict}; "
         f"bodies {f'~{args.body_bytes:,} bytes' if args.body_bytes else '~300 bytes'}"
