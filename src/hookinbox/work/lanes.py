@@ -6,8 +6,8 @@ one statement that also claims the slots they freed. Each of those steps waits f
 one before, so one lane alternates between running Python and waiting on the store, and
 a worker with a single lane is idle while its statement is out. A pool wider than one
 claim batch runs several lanes on the same event loop: while one lane's statement is in
-the store, another's jobs run, and the store works on two statements at once (docs/performance.md
-measures what that buys a drain).
+the store, another's jobs run, and the store works on two statements at once
+(docs/performance.md measures what that buys a drain).
 
 Idle lanes are woken one at a time (:class:`IdleLanes`): a trickle of jobs is claimed
 by one lane in the batches one lane would take, and a backlog, seen as a claim that came
