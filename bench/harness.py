@@ -242,6 +242,9 @@ class RunResult:
     #: per answered request (pg_wal_counters); None where the mode does not read them.
     wal_fpi_per_req: float | None = None
     wal_bytes_per_req: float | None = None
+    #: Where the server says its answers waited during the run (bench/waits.py); None
+    #: for a target that does not time them.
+    waits: dict[str, float] | None = None
 
     @property
     def ok_per_s(self) -> float:

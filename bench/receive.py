@@ -13,6 +13,7 @@ import secrets
 import statistics
 from dataclasses import dataclass, field
 
+import waits
 from harness import (
     SEALED_SUFFIX,
     Bench,
@@ -260,9 +261,16 @@ class _Session:
                     self.accepted_total += prime(port, signer, self.dup_list)
                     self.primed = True
                 write_requests(self.reqfile, port, signer, self.dup_list)
+            timed = self.target.startswith("hookinbox-")
+            before = waits.scrape(port) if timed else None
+            checkpoints = waits.pg_checkpoints() if timed and self.server.pg_db else None
             r = run_wrk_measured(
                 self.bench.wrk, self.server, self.reqfile, conns, args.threads, args.duration
             )
+            r.waits = waits.waits_between(before, waits.scrape(port) if timed else None)
+            after = waits.pg_checkpoints() if checkpoints is not None else None
+            if r.waits is not None and checkpoints is not None and after is not None:
+                r.waits["checkpoints"] = after - checkpoints
         except Exception as exc:
             self._abort(exc)
             return
@@ -272,6 +280,8 @@ class _Session:
         self.accepted_total += r.accepted
         self.in_flight += conns
         log(f"[{self.target}] {mode:6} c={conns:<3} run {index + 1}/{args.runs}: " + _line(r))
+        if r.waits is not None:
+            log(f"    where answers waited: {waits.describe(r.waits)}")
         if mode == "unique" and not self.cycles and (r.wraps or r.duplicate):
             log(f"    (ids re-sent: {r.duplicate} duplicate answers)")
         if mode == "dup" and r.accepted:
@@ -465,6 +475,8 @@ def report(results: dict[str, TargetResult], connections: list[int]) -> None:
         verdict = "met" if p99 <= 10 else "NOT met"
         label = "  hookinbox-pg unique p99 @32c"
         print(f"{label:<46} {p99:.1f} ms{'':<15} aim <= 10 ms: {verdict}")
+        if where := where_the_tail_waits(ours):
+            print(where)
         if ours.med_cpu() is not None and bare.med_cpu() is not None:
             times, rounds = paired(ours, bare, "cpu_us_per_req")
             verdict = "met" if times <= 2 else "NOT met"
@@ -472,6 +484,47 @@ def report(results: dict[str, TargetResult], connections: list[int]) -> None:
             print(
                 f"{label:<46} {times:.2f}x{'':<18} aim <= 2x: {verdict:<11} rounds: {_each(rounds)}"
             )
+
+
+def where_the_tail_waits(cell: Cell) -> str:
+    """The p99 aim's explanation from the server's own timing (bench/waits.py): the
+    share of answers its handler took over 10 ms against the client's p99, medians of
+    the cell's runs; empty when the server did not time them."""
+    timed = [r.waits for r in cell.runs if r.waits is not None]
+    if not timed:
+        return ""
+
+    def med(key: str) -> float:
+        return float(statistics.median(w.get(key, 0.0) for w in timed))
+
+    slow = [w["answer_over_10ms"] for w in timed]
+    checkpoints = [w["checkpoints"] for w in timed if "checkpoints" in w]
+    return (
+        f"{'':<4}where it waits (the server's own timing, medians of {len(timed)} runs): the"
+        f" handler's answer took > 10 ms on {med('answer_over_10ms'):.1%} of requests"
+        f" (runs {' '.join(f'{s:.1%}' for s in slow)}), mean {med('answer_mean_ms'):.1f} ms"
+        f" = batch gather {med('gather_mean_ms'):.1f} + commit {med('commit_mean_ms'):.1f} ms"
+        f" (commits > 10 ms {med('commit_over_10ms'):.1%}) + the rest; gc pauses"
+        f" {med('gc_pauses'):.0f}"
+        + (
+            f"; checkpoints in runs {' '.join(f'{c:.0f}' for c in checkpoints)}"
+            if checkpoints
+            else ""
+        )
+        + f"\n{'':<4}{_tail_verdict(med('answer_over_10ms'), cell.med('p99_ms'))}"
+    )
+
+
+def _tail_verdict(handler_slow: float, client_p99_ms: float) -> str:
+    if client_p99_ms <= 10:
+        return "the client's p99 is within the aim"
+    if handler_slow < 0.01:
+        return (
+            "the handler answered 99% within 10 ms: the rest of the client's tail is outside"
+            " it (the request read before it, the answer written after it, the client's own"
+            " loop; client, server and PostgreSQL share this machine's cores)"
+        )
+    return "the handler's own answers pass 10 ms on 1% or more: the tail is inside it"
 
 
 def pg_cpu_per_delivery(results: dict[str, TargetResult]) -> dict[str, float]:
