@@ -90,6 +90,13 @@ def handler_buckets(slowest: float) -> tuple[float, ...]:
     return (*_HANDLER_BUCKETS, *longer, float(slowest)) if slowest > 60 else _HANDLER_BUCKETS
 
 
+#: The ASGI scope extension in which hookinbox's own server says when a request was whole
+#: (``{"at": time.perf_counter()}``, set once its last body byte is read): the webhook
+#: answer's time counts from there, so it includes the wait for the event loop before the
+#: handler ran and never a client's slow upload. Under another server the handler's
+#: start stands in.
+REQUEST_RECEIVED = "hookinbox.request_received"
+
 #: Client connections the server cut off or refused, by reason (the list is in
 #: docs/server.md: ``header_timeout``, ``write_stalled``, ``upgrade_refused`` ...). The HTTP
 #: server (:mod:`hookinbox.server`) is one per process and is built by uvicorn's server,
@@ -225,7 +232,8 @@ class Metrics:
         )
         self.answer_seconds = Histogram(
             "hookinbox_answer_seconds",
-            "Time from the request to the webhook answer, by source.",
+            "Time from the whole request (its last byte read, in hookinbox serve) to the"
+            " webhook answer, by source.",
             ["source"],
             buckets=_ANSWER_BUCKETS,
             registry=reg,

@@ -32,6 +32,7 @@ from hookinbox.http.errors import (
 )
 from hookinbox.ids import new_request_id
 from hookinbox.logs import REQUEST_ID, get_logger
+from hookinbox.metrics import REQUEST_RECEIVED
 from hookinbox.verify.base import QUERY
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ log = get_logger("hookinbox.http")
 _JSON = (b"content-type", b"application/json")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:\-]{1,64}")
 _RETRY_AFTER = (b"retry-after", str(RETRY_AFTER_SECONDS).encode())
+_NONE: dict[str, Any] = {}
 
 
 class ClientDisconnected(Exception):
@@ -126,6 +128,11 @@ class WebhookEndpoint:
         bound = REQUEST_ID.set(request_id)
         try:
             body = await read_body(receive, headers, receiver.max_body_bytes(source))
+            # From the whole request, when the server says when it was (see
+            # REQUEST_RECEIVED): the wait for the loop counts, a slow upload does not.
+            received = (scope.get("extensions") or _NONE).get(REQUEST_RECEIVED)
+            if received:
+                started = received.get("at", started)
             receipt = await receiver.receive(source, body, headers)
             outcome = "conflict" if receipt.conflict else receipt.status
             answer = receipt.as_json()

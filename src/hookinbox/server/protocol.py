@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, cast
 import httptools
 
 from hookinbox.logs import get_logger
-from hookinbox.metrics import CONNECTIONS_CUT
+from hookinbox.metrics import CONNECTIONS_CUT, REQUEST_RECEIVED
 from hookinbox.server.cycle import HIGH_WATER, STATUS_LINE, AnswerWriter, RequestCycle
 from hookinbox.server.framing import (
     BAD_HOST,
@@ -266,6 +266,8 @@ class EdgeProtocol(asyncio.Protocol):
         self._buf = bytearray()
         self._scanned = 0
         self._cycle: RequestCycle | None = None
+        #: The current request's ``REQUEST_RECEIVED`` extension, stamped when it is whole.
+        self._received: dict[str, float] = {}
         self._chunks: ChunkedBody | None = None
         self._body_left = 0
         self._body_done = True
@@ -464,6 +466,7 @@ class EdgeProtocol(asyncio.Protocol):
         if "%" in path:
             path = urllib.parse.unquote(path)
         root = self._root
+        received: dict[str, float] = {}
         scope = {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.3"},
@@ -478,7 +481,9 @@ class EdgeProtocol(asyncio.Protocol):
             "query_string": url.query or b"",
             "headers": head.headers,
             "state": self._app_state.copy(),
+            "extensions": {REQUEST_RECEIVED: received},
         }
+        self._received = received
         self._chunks = ChunkedBody(self.limits.max_header_bytes) if framing is None else None
         self._body_left = framing or 0
         self._body_done = framing == 0
@@ -491,6 +496,7 @@ class EdgeProtocol(asyncio.Protocol):
         )
         now = self.loop.time()
         if self._body_done:
+            received["at"] = time.perf_counter()
             self._phase, self._phase_since, self.deadline = _BUSY, now, math.inf
         else:
             self._phase, self._phase_since = _BODY, now
@@ -522,6 +528,7 @@ class EdgeProtocol(asyncio.Protocol):
             done = not self._body_left
         if done:
             self._body_done = True
+            self._received["at"] = time.perf_counter()
             cycle.more_body = False
             now = self.loop.time()
             self._phase, self._phase_since, self.deadline = _BUSY, now, math.inf
