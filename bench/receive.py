@@ -488,7 +488,7 @@ def report(results: dict[str, TargetResult], connections: list[int]) -> None:
 
 def where_the_tail_waits(cell: Cell) -> str:
     """The p99 aim's explanation from the server's own timing (bench/waits.py): the
-    share of answers its handler took over 10 ms against the client's p99, medians of
+    share of answers the server took over 10 ms against the client's p99, medians of
     the cell's runs; empty when the server did not time them."""
     timed = [r.waits for r in cell.runs if r.waits is not None]
     if not timed:
@@ -501,10 +501,12 @@ def where_the_tail_waits(cell: Cell) -> str:
     checkpoints = [w["checkpoints"] for w in timed if "checkpoints" in w]
     return (
         f"{'':<4}where it waits (the server's own timing, medians of {len(timed)} runs): the"
-        f" handler's answer took > 10 ms on {med('answer_over_10ms'):.1%} of requests"
+        f" server answered > 10 ms after the request was whole on"
+        f" {med('answer_over_10ms'):.1%} of requests"
         f" (runs {' '.join(f'{s:.1%}' for s in slow)}), mean {med('answer_mean_ms'):.1f} ms"
         f" = batch gather {med('gather_mean_ms'):.1f} + commit {med('commit_mean_ms'):.1f} ms"
-        f" (commits > 10 ms {med('commit_over_10ms'):.1%}) + the rest; gc pauses"
+        f" (commits > 10 ms {med('commit_over_10ms'):.1%}) + the rest (the event loop's queue"
+        " before the handler, its CPU, the wait after the commit); gc pauses"
         f" {med('gc_pauses'):.0f}"
         + (
             f"; checkpoints in runs {' '.join(f'{c:.0f}' for c in checkpoints)}"
@@ -515,16 +517,19 @@ def where_the_tail_waits(cell: Cell) -> str:
     )
 
 
-def _tail_verdict(handler_slow: float, client_p99_ms: float) -> str:
+def _tail_verdict(server_slow: float, client_p99_ms: float) -> str:
     if client_p99_ms <= 10:
         return "the client's p99 is within the aim"
-    if handler_slow < 0.01:
+    if server_slow < 0.01:
         return (
-            "the handler answered 99% within 10 ms: the rest of the client's tail is outside"
-            " it (the request read before it, the answer written after it, the client's own"
-            " loop; client, server and PostgreSQL share this machine's cores)"
+            "the server answered 99% within 10 ms: the rest of the client's tail is outside"
+            " it (the kernel, the answer's way back, the client's own loop; client, server"
+            " and PostgreSQL share this machine's cores)"
         )
-    return "the handler's own answers pass 10 ms on 1% or more: the tail is inside it"
+    return (
+        "the server's own answers pass 10 ms on 1% or more: the tail is inside it (see the"
+        " parts above: a commit's wait, or the event loop's queue when the process is busy)"
+    )
 
 
 def pg_cpu_per_delivery(results: dict[str, TargetResult]) -> dict[str, float]:

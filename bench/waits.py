@@ -2,13 +2,14 @@
 
 wrk's p99 is the whole round trip: the client, the kernel, the server reading the
 request, the handler, the write of the answer. The server times its part itself
-(``/metrics``): from the handler's start to its answer (``hookinbox_answer_seconds``),
+(``/metrics``): from the moment the request was whole to its answer
+(``hookinbox_answer_seconds``: the event loop's queue before the handler included),
 and within it each reservation batch's gathering and commit
 (``hookinbox_reserve_seconds``), its size, and the garbage collector's pauses of the
 whole process. Read before and after a run, the difference says whether a client's
-slow answer was slow inside the handler (a commit, a batch's wait, a pause) or outside
-it; PostgreSQL's checkpoints during the run are counted beside them (a checkpoint's
-writes compete with the commits for the disk).
+slow answer was slow inside the server (a commit, a batch's wait, the loop's queue, a
+pause) or outside it; PostgreSQL's checkpoints during the run are counted beside them
+(a checkpoint's writes compete with the commits for the disk).
 """
 
 from __future__ import annotations
