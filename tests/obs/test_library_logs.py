@@ -14,10 +14,8 @@ from pathlib import Path
 import pytest
 
 from hookinbox.server.protocol import CUT_LINE_INTERVAL_SECONDS
-from tests.server.support import answer_to, status_of
-from tests.server.test_serve_limits import write_config
-from tests.support.processes import REPO, HookinboxProcess, free_port, hookinbox_env
-from tests.support.signing import SECRET, SECRET_ENV
+from tests.server.support import answer_to, serving_sqlite, status_of
+from tests.support.processes import REPO
 
 #: A record as asyncpg's pool logs one while the database is down, with a canary in the
 #: arguments and in the exception's text.
@@ -84,13 +82,7 @@ def test_a_library_record_with_a_traceback_is_one_json_line_without_it(level: st
 
 @pytest.mark.slow
 async def test_serve_logs_malformed_requests_as_a_json_line_not_one_each(tmp_path: Path) -> None:
-    port = free_port()
-    config = write_config(tmp_path / "c.toml", f"sqlite:///{tmp_path}/h.db", port)
-    server = HookinboxProcess(
-        ["serve", "--config", str(config), "--no-workers"],
-        hookinbox_env({SECRET_ENV: SECRET}),
-        tmp_path / "serve.log",
-    ).start()
+    server, port = serving_sqlite(tmp_path)
     try:
         server.wait_healthy(f"http://127.0.0.1:{port}", timeout=30)
         started = time.monotonic()

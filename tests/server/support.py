@@ -11,13 +11,15 @@ import contextlib
 import itertools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import uvicorn
 
 from hookinbox.app import Inbox
 from hookinbox.config import Config
 from hookinbox.server import ConnectionLimits, uvicorn_config
-from tests.support.processes import free_port
+from tests.support.processes import HookinboxProcess, free_port, hookinbox_env
+from tests.support.signing import SECRET, SECRET_ENV
 
 HOST = "127.0.0.1"
 LIMITS = ConnectionLimits(
@@ -141,3 +143,19 @@ async def answer_to(port: int, request: bytes, timeout: float = 5.0) -> bytes:
         return b"".join(chunks)
     finally:
         writer.close()
+
+
+def serving_sqlite(tmp_path: Path) -> tuple[HookinboxProcess, int]:
+    """``hookinbox serve --no-workers`` on a SQLite file with the ``test`` source, in a
+    subprocess, started (the caller waits for it to be healthy and stops it), and its
+    port."""
+    from tests.server.test_serve_limits import write_config
+
+    port = free_port()
+    config = write_config(tmp_path / "c.toml", f"sqlite:///{tmp_path}/h.db", port)
+    server = HookinboxProcess(
+        ["serve", "--config", str(config), "--no-workers"],
+        hookinbox_env({SECRET_ENV: SECRET}),
+        tmp_path / "serve.log",
+    ).start()
+    return server, port

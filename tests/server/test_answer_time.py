@@ -10,9 +10,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.server.test_serve_limits import write_config
-from tests.support.processes import HookinboxProcess, free_port, hookinbox_env
-from tests.support.signing import SECRET, SECRET_ENV, delivery
+from tests.server.support import serving_sqlite
+from tests.support.signing import delivery
 
 #: How long the client takes between its first body bytes and the rest.
 UPLOAD_PAUSE_SECONDS = 0.6
@@ -49,13 +48,7 @@ async def _post_slowly(port: int, body: bytes, headers: dict[str, str]) -> bytes
 
 
 async def test_a_slow_upload_is_not_counted_as_the_servers_answer_time(tmp_path: Path) -> None:
-    port = free_port()
-    config = write_config(tmp_path / "c.toml", f"sqlite:///{tmp_path}/h.db", port)
-    server = HookinboxProcess(
-        ["serve", "--config", str(config), "--no-workers"],
-        hookinbox_env({SECRET_ENV: SECRET}),
-        tmp_path / "serve.log",
-    ).start()
+    server, port = serving_sqlite(tmp_path)
     base = f"http://127.0.0.1:{port}"
     try:
         server.wait_healthy(base)

@@ -8,19 +8,12 @@ from pathlib import Path
 
 import httpx
 
-from tests.server.test_serve_limits import write_config
-from tests.support.processes import HookinboxProcess, free_port, hookinbox_env
-from tests.support.signing import SECRET, SECRET_ENV, delivery
+from tests.server.support import serving_sqlite
+from tests.support.signing import delivery
 
 
 def test_a_trailing_slash_reaches_the_same_endpoint_without_a_redirect(tmp_path: Path) -> None:
-    port = free_port()
-    config = write_config(tmp_path / "c.toml", f"sqlite:///{tmp_path}/h.db", port)
-    server = HookinboxProcess(
-        ["serve", "--config", str(config), "--no-workers"],
-        hookinbox_env({SECRET_ENV: SECRET}),
-        tmp_path / "serve.log",
-    ).start()
+    server, port = serving_sqlite(tmp_path)
     base = f"http://127.0.0.1:{port}"
     try:
         server.wait_healthy(base)
