@@ -294,11 +294,21 @@ def run_wrk(
     )
 
 
+def settle_disk() -> None:
+    """Write out what waits to be written before a measured run: the request files the
+    bench writes between runs, and a SQLite target's file, would otherwise be flushed by
+    the kernel during a later run, where the writeback stretches that run's commits and
+    its client's latencies (docs/performance.md, "The eighteenth sitting"). Each run
+    then carries only its own target's writes."""
+    os.sync()
+
+
 def run_wrk_measured(
     wrk: str, server: Proc, reqfile: Path, conns: int, threads: int, seconds: int
 ) -> RunResult:
     """``run_wrk``, the server's CPU per answered request over the run and, for a server
     with a PostgreSQL database of its own (``server.pg_db``), its backends' CPU."""
+    settle_disk()
     pg = DbBackendCpu(server.pg_db, interval=0.5) if server.pg_db else None
     cpu0 = server.cpu_seconds()
     if pg is not None:

@@ -523,8 +523,9 @@ def _tail_verdict(server_slow: float, client_p99_ms: float) -> str:
     if server_slow < 0.01:
         return (
             "the server answered 99% within 10 ms: the rest of the client's tail is outside"
-            " it (the kernel, the answer's way back, the client's own loop; client, server"
-            " and PostgreSQL share this machine's cores)"
+            " it: in the kernel between client and server (disk writes during the run"
+            " lengthen it: bench/README.md) or in the client; client, server and"
+            " PostgreSQL share this machine's cores"
         )
     return (
         "the server's own answers pass 10 ms on 1% or more: the tail is inside it (see the"
