@@ -119,8 +119,8 @@ def parse_args() -> argparse.Namespace:
         "--hookinbox-concurrency",
         type=int,
         default=128,
-        help="hookinbox [worker] concurrency (128 here: four claim lanes of its default "
-        "claim_batch 32, its setting for many short jobs; its default is 4)",
+        help="hookinbox [worker] concurrency (128 here: two claim lanes of its default "
+        "claim_batch 64, its setting for many short jobs; its default is 4)",
     )
     ap.add_argument(
         "--hookinbox-log-level",
