@@ -44,6 +44,7 @@ from harness import (
     log,
     pid_cpu_seconds,
     server_cpu_seconds,
+    settle_disk,
     signed_requests,
     store_kind_of,
     unique_ids,
@@ -246,6 +247,7 @@ async def _drain(
         return server_cpu_seconds(store) if store else 0.0
 
     backends = _Backends(queue)
+    settle_disk()  # the fill's writes are not the drain's
     spawned, db_spawned = time.monotonic(), store_cpu()
     worker.spawn()
     first: tuple[float, int, float | None, float] | None = None
