@@ -145,14 +145,16 @@ async def answer_to(port: int, request: bytes, timeout: float = 5.0) -> bytes:
         writer.close()
 
 
-def serving_sqlite(tmp_path: Path) -> tuple[HookinboxProcess, int]:
+def serving_sqlite(tmp_path: Path, settings: str | None = None) -> tuple[HookinboxProcess, int]:
     """``hookinbox serve --no-workers`` on a SQLite file with the ``test`` source, in a
     subprocess, started (the caller waits for it to be healthy and stops it), and its
-    port."""
-    from tests.server.test_serve_limits import write_config
+    port. ``settings``: the ``[server]`` lines after host and port (by default the short
+    timeouts of ``test_serve_limits``)."""
+    from tests.server.test_serve_limits import SERVER, write_config
 
     port = free_port()
-    config = write_config(tmp_path / "c.toml", f"sqlite:///{tmp_path}/h.db", port)
+    settings = SERVER if settings is None else settings
+    config = write_config(tmp_path / "c.toml", f"sqlite:///{tmp_path}/h.db", port, settings)
     server = HookinboxProcess(
         ["serve", "--config", str(config), "--no-workers"],
         hookinbox_env({SECRET_ENV: SECRET}),
