@@ -145,15 +145,32 @@ async def answer_to(port: int, request: bytes, timeout: float = 5.0) -> bytes:
         writer.close()
 
 
+#: The short timeouts and bounds a raw-socket test of ``hookinbox serve`` runs under.
+SHORT_TIMEOUTS = """\
+header_timeout_seconds = 0.5
+body_timeout_seconds = 0.5
+keep_alive_timeout_seconds = 0.5
+max_header_bytes = 4096
+max_connections = 50
+"""
+
+
+def write_config(path: Path, db_url: str, port: int, server: str = SHORT_TIMEOUTS) -> Path:
+    path.write_text(
+        f'database = "{db_url}"\n'
+        f'[server]\nhost = "127.0.0.1"\nport = {port}\n{server}'
+        f'[sources.test]\nscheme = "standard-webhooks"\nsecret_env = "{SECRET_ENV}"\n'
+    )
+    return path
+
+
 def serving_sqlite(tmp_path: Path, settings: str | None = None) -> tuple[HookinboxProcess, int]:
     """``hookinbox serve --no-workers`` on a SQLite file with the ``test`` source, in a
     subprocess, started (the caller waits for it to be healthy and stops it), and its
     port. ``settings``: the ``[server]`` lines after host and port (by default the short
-    timeouts of ``test_serve_limits``)."""
-    from tests.server.test_serve_limits import SERVER, write_config
-
+    timeouts)."""
     port = free_port()
-    settings = SERVER if settings is None else settings
+    settings = SHORT_TIMEOUTS if settings is None else settings
     config = write_config(tmp_path / "c.toml", f"sqlite:///{tmp_path}/h.db", port, settings)
     server = HookinboxProcess(
         ["serve", "--config", str(config), "--no-workers"],

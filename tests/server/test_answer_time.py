@@ -16,7 +16,7 @@ from tests.support.signing import delivery
 #: How long the client takes between its first body bytes and the rest.
 UPLOAD_PAUSE_SECONDS = 0.6
 #: A body deadline well past the pause: the upload is slow, not stalled.
-SERVER = "body_timeout_seconds = 10\n"
+PATIENT_BODY = "body_timeout_seconds = 10\n"
 
 
 def _answer_seconds(metrics: str) -> tuple[float, float]:
@@ -50,7 +50,7 @@ async def _post_slowly(port: int, body: bytes, headers: dict[str, str]) -> bytes
 
 
 async def test_a_slow_upload_is_not_counted_as_the_servers_answer_time(tmp_path: Path) -> None:
-    server, port = serving_sqlite(tmp_path, SERVER)
+    server, port = serving_sqlite(tmp_path, PATIENT_BODY)
     base = f"http://127.0.0.1:{port}"
     try:
         server.wait_healthy(base)

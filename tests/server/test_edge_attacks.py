@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from hookinbox.server import PIPELINE_DEPTH
-from tests.server.test_serve_limits import write_config
+from tests.server.support import write_config
 from tests.support.processes import REPO, HookinboxProcess, free_port, hookinbox_env
 from tests.support.signing import SECRET, SECRET_ENV, delivery
 

@@ -11,7 +11,7 @@ import pytest
 
 from hookinbox.config import config_from_mapping
 from hookinbox.errors import ConfigError
-from tests.server.test_serve_limits import write_config
+from tests.server.support import write_config
 from tests.support.processes import HookinboxProcess, free_port, hookinbox_env
 from tests.support.signing import SECRET, SECRET_ENV, delivery
 

@@ -14,26 +14,16 @@ import pytest
 from hookinbox.config import config_from_mapping
 from hookinbox.errors import ConfigError
 from hookinbox.server import RESERVED_FILES, ConnectionLimits, ensure_open_files
-from tests.server.support import HEAD, HEALTHZ_CLOSE, answer_to, status_of, trickle
+from tests.server.support import (
+    HEAD,
+    HEALTHZ_CLOSE,
+    answer_to,
+    status_of,
+    trickle,
+    write_config,
+)
 from tests.support.processes import REPO, HookinboxProcess, free_port, hookinbox_env
 from tests.support.signing import SECRET, SECRET_ENV
-
-SERVER = """\
-header_timeout_seconds = 0.5
-body_timeout_seconds = 0.5
-keep_alive_timeout_seconds = 0.5
-max_header_bytes = 4096
-max_connections = 50
-"""
-
-
-def write_config(path: Path, db_url: str, port: int, server: str = SERVER) -> Path:
-    path.write_text(
-        f'database = "{db_url}"\n'
-        f'[server]\nhost = "127.0.0.1"\nport = {port}\n{server}'
-        f'[sources.test]\nscheme = "standard-webhooks"\nsecret_env = "{SECRET_ENV}"\n'
-    )
-    return path
 
 
 @pytest.mark.slow
