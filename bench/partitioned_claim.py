@@ -5,7 +5,7 @@
 Not a mode of ``make bench``: a measurement for the design of partitioned jobs
 (docs/store.md, "The claim's floor"). Per round and per day count, a fresh database
 ``bench_<tag>_partclaim`` gets a jobs-shaped table (hookinbox's queue indexes: the
-delivery, the due jobs, the leases, the dead letters), unpartitioned (0) or in N day
+due jobs, the leases, the dead letters), unpartitioned (0) or in N day
 partitions by ``RANGE (id)`` plus ``DEFAULT``; every day but the last holds 20,000
 completed jobs, the last 40,000 due ones. One connection drains them as a worker does:
 claim 32 (``FOR UPDATE SKIP LOCKED``), settle them, each in its own transaction, through
@@ -71,7 +71,6 @@ async def _fill(dsn: str, days: int, held: bool) -> None:
                 lease_token text, lease_expires_at timestamptz,
                 attempts int NOT NULL DEFAULT 0, worker text, completed_at timestamptz
             ) {partitioned};
-            CREATE INDEX jobs_delivery_idx ON jobs (delivery_id);
             CREATE INDEX jobs_due_idx ON jobs (next_attempt_at) WHERE state = 'accepted';
             CREATE INDEX jobs_lease_idx ON jobs (lease_expires_at) WHERE state = 'processing';
             CREATE INDEX jobs_failed_idx ON jobs (completed_at) WHERE state = 'failed';

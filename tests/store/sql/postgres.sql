@@ -205,8 +205,8 @@ ON CONFLICT (key) DO NOTHING;
 -- params: $1 subject, $2 source, $3 limit
 SELECT d.id
 FROM deliveries d
-WHERE d.subject_hash = $1 AND (d.source = $2 OR $2 IS NULL) AND (EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") OR EXISTS (SELECT 1 FROM jobs j JOIN attempts a ON a.job_id = j.id WHERE j.delivery_id = d.id
-    COLLATE "default" AND a.response_snippet IS NOT NULL))
+WHERE d.subject_hash = $1 AND (d.source = $2 OR $2 IS NULL) AND (EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id COLLATE "default") OR EXISTS (SELECT 1 FROM jobs j JOIN attempts a ON a.job_id = j.id WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
+    AND a.response_snippet IS NOT NULL))
 ORDER BY d.id
 LIMIT $3;
 
@@ -227,7 +227,7 @@ WHERE subject_hash = $1 AND (source = $2 OR $2 IS NULL) AND body IS NOT NULL;
 -- params: $1 subject, $2 source
 SELECT count(*)
 FROM deliveries d
-JOIN jobs j ON j.delivery_id = d.id COLLATE "default"
+JOIN jobs j ON j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
 JOIN attempts a ON a.job_id = j.id
 WHERE d.subject_hash = $1 AND (d.source = $2 OR $2 IS NULL) AND a.response_snippet IS NOT NULL;
 
@@ -247,8 +247,8 @@ WHERE id IN (SELECT id FROM rejected_deliveries WHERE subject_hash = $1 AND (sou
 -- params: $1 ids
 UPDATE attempts
 SET response_snippet = NULL
-WHERE response_snippet IS NOT NULL AND job_id IN (SELECT id FROM jobs WHERE delivery_id
-    = ANY($1));
+WHERE response_snippet IS NOT NULL AND job_id IN (SELECT j.id FROM deliveries d
+    JOIN jobs j ON j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default" WHERE d.id = ANY($1));
 
 -- name: erasure.mark_erased
 -- params: $1 ids
@@ -1043,8 +1043,8 @@ LIMIT 1;
 -- params: $1 id
 SELECT id, action, state, attempts, max_attempts, last_error, next_attempt_at,
        lease_expires_at, business_id, created_at, updated_at
-FROM jobs
-WHERE delivery_id = $1
+FROM jobs j
+WHERE j.delivery_id = $1 COLLATE "default" AND j.id >= $1 COLLATE "default" AND j.id < hookinbox_id_after($1) COLLATE "default"
 ORDER BY action;
 
 -- name: journal.list
@@ -1616,7 +1616,7 @@ FROM payloads p
 WHERE p.delivery_id < $1
   AND (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
     - make_interval(secs => $2)
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id COLLATE "default" AND j.id >= p.delivery_id COLLATE "default" AND j.id < hookinbox_id_after(p.delivery_id) COLLATE "default" AND (j.state <>
       'completed' OR j.completed_at >= now() - make_interval(secs => $2)));
 
 -- name: partitions.count_rows
@@ -1713,7 +1713,7 @@ FROM payloads p
 WHERE p.delivery_id < $1
   AND (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
     - make_interval(secs => $2)
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id COLLATE "default" AND j.id >= p.delivery_id COLLATE "default" AND j.id < hookinbox_id_after(p.delivery_id) COLLATE "default" AND (j.state <>
       'completed' OR j.completed_at >= now() - make_interval(secs => $2)))
 LIMIT $3 FOR UPDATE OF p SKIP LOCKED;
 
@@ -1879,7 +1879,7 @@ LIMIT 1;
 -- name: reads.count_deliveries_without_jobs
 SELECT count(*)
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default")
   AND d.id >= hookinbox_jobs_kept_from() COLLATE "C";
 
 -- name: reads.count_expired_leases
@@ -1979,7 +1979,7 @@ ORDER BY n DESC, reason;
 SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail,
     min(d.first_seen_at) AS since, count(*) AS deliveries
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default")
   AND d.id >= hookinbox_jobs_kept_from() COLLATE "C"
 GROUP BY d.source, d.event_type
 ORDER BY d.source, d.event_type
@@ -2175,7 +2175,7 @@ SELECT count(*)
 FROM payloads p
 WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
     - make_interval(secs => $1)
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id COLLATE "default" AND j.id >= p.delivery_id COLLATE "default" AND j.id < hookinbox_id_after(p.delivery_id) COLLATE "default" AND (j.state <>
       'completed' OR j.completed_at >= now() - make_interval(secs => $1)));
 
 -- name: retention.delivery_batch
@@ -2228,7 +2228,7 @@ SELECT p.delivery_id AS id
 FROM payloads p
 WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
     - make_interval(secs => $1)
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id COLLATE "default" AND j.id >= p.delivery_id COLLATE "default" AND j.id < hookinbox_id_after(p.delivery_id) COLLATE "default" AND (j.state <>
       'completed' OR j.completed_at >= now() - make_interval(secs => $1)))
 LIMIT $2 FOR UPDATE OF p SKIP LOCKED;
 

@@ -179,7 +179,7 @@ ON CONFLICT (key) DO NOTHING;
 SELECT d.id
 FROM deliveries d
 WHERE d.subject_hash = :subject AND (d.source = :source OR :source IS NULL) AND (EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id ) OR EXISTS (SELECT 1 FROM jobs j JOIN attempts a ON a.job_id = j.id WHERE j.delivery_id = d.id
-     AND a.response_snippet IS NOT NULL))
+    AND a.response_snippet IS NOT NULL))
 ORDER BY d.id
 LIMIT :limit;
 
@@ -197,7 +197,7 @@ WHERE subject_hash = :subject AND (source = :source OR :source IS NULL) AND body
 -- name: erasure.count_snippets
 SELECT count(*)
 FROM deliveries d
-JOIN jobs j ON j.delivery_id = d.id 
+JOIN jobs j ON j.delivery_id = d.id
 JOIN attempts a ON a.job_id = j.id
 WHERE d.subject_hash = :subject AND (d.source = :source OR :source IS NULL) AND a.response_snippet IS NOT NULL;
 
@@ -214,8 +214,8 @@ WHERE id IN (SELECT id FROM rejected_deliveries WHERE subject_hash = :subject AN
 -- name: erasure.drop_snippets
 UPDATE attempts
 SET response_snippet = NULL
-WHERE response_snippet IS NOT NULL AND job_id IN (SELECT id FROM jobs WHERE delivery_id
-    IN (SELECT value FROM json_each(:ids)));
+WHERE response_snippet IS NOT NULL AND job_id IN (SELECT j.id FROM deliveries d
+    JOIN jobs j ON j.delivery_id = d.id WHERE d.id IN (SELECT value FROM json_each(:ids)));
 
 -- name: erasure.mark_erased
 UPDATE deliveries
@@ -713,8 +713,8 @@ LIMIT 1;
 -- name: journal.jobs_of
 SELECT id, action, state, attempts, max_attempts, last_error, next_attempt_at,
        lease_expires_at, business_id, created_at, updated_at
-FROM jobs
-WHERE delivery_id = :id
+FROM jobs j
+WHERE j.delivery_id = :id
 ORDER BY action;
 
 -- name: journal.list

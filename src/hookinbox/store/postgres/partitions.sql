@@ -141,7 +141,7 @@ FROM payloads p
 WHERE p.delivery_id < :ceiling
   AND (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < {now}
     - {secs:age}
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE {jobs_of:p.delivery_id} AND (j.state <>
       'completed' OR j.completed_at >= {now} - {secs:age}));
 
 -- name: overdue_payload_batch
@@ -150,6 +150,6 @@ FROM payloads p
 WHERE p.delivery_id < :ceiling
   AND (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < {now}
     - {secs:age}
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE {jobs_of:p.delivery_id} AND (j.state <>
       'completed' OR j.completed_at >= {now} - {secs:age}))
 LIMIT :limit {skip_locked:p};

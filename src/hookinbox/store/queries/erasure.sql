@@ -13,8 +13,8 @@ d.subject_hash = :subject AND (d.source = :source OR :source IS NULL)
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id {collate:default})
 
 -- fragment: has_snippet
-EXISTS (SELECT 1 FROM jobs j JOIN attempts a ON a.job_id = j.id WHERE j.delivery_id = d.id
-    {collate:default} AND a.response_snippet IS NOT NULL)
+EXISTS (SELECT 1 FROM jobs j JOIN attempts a ON a.job_id = j.id WHERE {jobs_of:d.id}
+    AND a.response_snippet IS NOT NULL)
 
 -- name: count_deliveries
 -- The subject's deliveries, and how many of them still hold a payload.
@@ -27,7 +27,7 @@ WHERE {include:subject_deliveries};
 -- The answer snippets of the subject's deliveries' attempts.
 SELECT count(*)
 FROM deliveries d
-JOIN jobs j ON j.delivery_id = d.id {collate:default}
+JOIN jobs j ON {jobs_of:d.id}
 JOIN attempts a ON a.job_id = j.id
 WHERE {include:subject_deliveries} AND a.response_snippet IS NOT NULL;
 
@@ -52,8 +52,8 @@ WHERE delivery_id {in:ids};
 -- name: drop_snippets
 UPDATE attempts
 SET response_snippet = NULL
-WHERE response_snippet IS NOT NULL AND job_id IN (SELECT id FROM jobs WHERE delivery_id
-    {in:ids});
+WHERE response_snippet IS NOT NULL AND job_id IN (SELECT j.id FROM deliveries d
+    JOIN jobs j ON {jobs_of:d.id} WHERE d.id {in:ids});
 
 -- name: mark_erased
 -- Shown as purged: the payload is gone for good (a job still to run fails payload_purged).

@@ -8,10 +8,10 @@ d.delivery_count, d.conflicts, d.origin,
 EXISTS (SELECT 1 FROM payloads p WHERE p.delivery_id = d.id {collate:default}) AS payload_retained
 
 -- fragment: delivery_status
--- A delivery's status from its jobs (hookinbox.store.records.delivery_status). Each
--- lookup names jobs_delivery_idx's collation (deliveries.id is COLLATE "C" on
--- PostgreSQL): without it every delivery a search walks costs a scan of jobs; and the
--- range of its jobs' ids, which leaves one day of jobs in the plan, not every day.
+-- A delivery's status from its jobs (hookinbox.store.records.delivery_status). On
+-- PostgreSQL each lookup is the range of its jobs' ids in jobs_pkey, in that index's
+-- collation (deliveries.id is COLLATE "C"): without it every delivery a search walks
+-- costs a scan of jobs; the range also leaves one day of jobs in the plan, not every day.
 CASE
     WHEN EXISTS (SELECT 1 FROM jobs j WHERE {jobs_of:d.id}
                  AND j.state = 'failed')
@@ -79,8 +79,8 @@ LIMIT 1;
 -- name: jobs_of
 SELECT id, action, state, attempts, max_attempts, last_error, next_attempt_at,
        lease_expires_at, business_id, created_at, updated_at
-FROM jobs
-WHERE delivery_id = :id
+FROM jobs j
+WHERE {jobs_of::id}
 ORDER BY action;
 
 -- name: list

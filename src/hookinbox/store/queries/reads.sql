@@ -79,7 +79,7 @@ WHERE state = 'failed'
 -- jobs retire at the key retention; a journal row seen again since keeps its key only).
 SELECT count(*)
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE {jobs_of:d.id})
   AND d.id >= {jobs_kept_from};
 
 -- name: count_unrecorded_effects
@@ -135,7 +135,7 @@ LIMIT :limit;
 SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail,
     min(d.first_seen_at) AS since, count(*) AS deliveries
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE {jobs_of:d.id})
   AND d.id >= {jobs_kept_from}
 GROUP BY d.source, d.event_type
 ORDER BY d.source, d.event_type

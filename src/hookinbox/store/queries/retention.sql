@@ -3,8 +3,9 @@
 --
 -- deliveries.id is COLLATE "C" on PostgreSQL, the columns pointing at it are plain text:
 -- each lookup names the collation of the index it should walk (deliveries_pkey: "C";
--- jobs_delivery_idx: "default"). Without it PostgreSQL hashes all of deliveries, payloads
--- and jobs for every batch: 4 s per batch of 1,000 at 5 million rows, 0.2 s with it
+-- payloads_pkey and jobs_pkey: "default"; a delivery's jobs are the range of jobs_pkey
+-- {jobs_of:x} names). Without it PostgreSQL hashes all of deliveries, payloads and jobs
+-- for every batch: 4 s per batch of 1,000 at 5 million rows, 0.2 s with it
 -- (docs/performance.md, "Cost growth").
 
 -- name: count_payloads
@@ -17,7 +18,7 @@ SELECT count(*)
 FROM payloads p
 WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id {collate:C}) < {now}
     - {secs:age}
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE {jobs_of:p.delivery_id} AND (j.state <>
       'completed' OR j.completed_at >= {now} - {secs:age}));
 
 -- name: payload_batch
@@ -26,7 +27,7 @@ SELECT p.delivery_id AS id
 FROM payloads p
 WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id {collate:C}) < {now}
     - {secs:age}
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE {jobs_of:p.delivery_id} AND (j.state <>
       'completed' OR j.completed_at >= {now} - {secs:age}))
 LIMIT :limit {skip_locked:p};
 
