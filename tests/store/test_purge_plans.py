@@ -17,6 +17,7 @@ from typing import Any
 from hookinbox.store import Store
 from hookinbox.store.dialect import POSTGRES
 from hookinbox.store.retention import _DELIVERY_BATCH, _OVERDUE_BATCH, _PAYLOAD_BATCH
+from hookinbox.store.sql import Sql
 from tests.support.plans import query_plan, scans_whole
 
 _PARAMS: dict[str, Any] = {"age": 3600.0, "limit": 1000, "ceiling": "dlv_0190"}
@@ -47,3 +48,20 @@ async def test_postgres_overdue_payload_batch_finds_deliveries_and_jobs_by_index
     plan = await query_plan(store, _OVERDUE_BATCH, _PARAMS)
     assert not scans_whole(plan, "deliveries", "d"), plan
     assert not scans_whole(plan, "jobs", "j"), plan
+
+
+async def test_postgres_purge_batches_probe_each_rows_jobs_not_join_every_unfinished_job(
+    store: Store,
+) -> None:
+    """A delivery's jobs are a range of ``jobs_pkey`` whose bounds come from the row;
+    PostgreSQL cannot size such a range, and flattened into an anti-join the check read
+    every day of jobs once per batch (0.24 s a batch at 5 million jobs, against 16 ms
+    probed). Each batch asks it as a probe per row."""
+    if store._db.dialect is not POSTGRES:
+        return  # SQLite's lookup is its index on delivery_id
+    for statement in (_DELIVERY_BATCH, _PAYLOAD_BATCH, _OVERDUE_BATCH):
+        db: Any = store._db
+        found = await db.rows(Sql("EXPLAIN " + statement.text), **_PARAMS)
+        plan = [str(r["QUERY PLAN"]) for r in found]
+        assert any("SubPlan" in line for line in plan), plan
+        assert not any("Anti Join" in line or "Semi Join" in line for line in plan), plan

@@ -30,6 +30,11 @@ macro                  PostgreSQL                          SQLite
 ``{in_found}`` ...     ``= ANY(ARRAY(`` subquery ``))``:   ``IN (`` subquery ``)``
 ``{end_in_found}``     the subquery run once, whole, and
                        its rows looked up one by one
+``{jobs_of:x}``        the jobs ``j`` of delivery ``x``:   ``j.delivery_id = x``
+                       a range of ``jobs_pkey``
+``{per_row}``          ``OFFSET 0``, ending a subquery:    nothing
+                       run for each outer row, never
+                       flattened into a join
 =====================  ==================================  ====================================
 
 ``{collate:x}`` is for joins between ``deliveries.id`` (``{ordered_text}``: ``COLLATE "C"`` on
@@ -160,6 +165,9 @@ POSTGRES = Dialect(
             f" WHERE {_postgres_jobs_of('d.id')})"
         ),
         "jobs_of": lambda x: _postgres_jobs_of(x),
+        # Ends a subquery PostgreSQL must run for each outer row, not flatten into a join
+        # (an OFFSET keeps it a SubPlan): see docs/store.md, "{per_row}".
+        "per_row": lambda _: "OFFSET 0",
         "jobs_kept_from": lambda _: 'hookinbox_jobs_kept_from() COLLATE "C"',
         "table_exists": lambda x: f"to_regclass(:{x}) IS NOT NULL",
         # hookinbox_payload_json (migration 006) is NULL for a body that is not JSON; its
@@ -202,6 +210,7 @@ SQLITE = Dialect(
             " WHERE j.delivery_id = d.id ORDER BY action))"
         ),
         "jobs_of": lambda x: f"j.delivery_id = {x}",
+        "per_row": lambda _: "",
         "jobs_kept_from": lambda _: "''",
         "table_exists": lambda x: (
             f"EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :{x})"

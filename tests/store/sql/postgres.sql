@@ -1617,7 +1617,7 @@ WHERE p.delivery_id < $1
   AND (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
     - make_interval(secs => $2)
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id COLLATE "default" AND j.id >= p.delivery_id COLLATE "default" AND j.id < hookinbox_id_after(p.delivery_id) COLLATE "default" AND (j.state <>
-      'completed' OR j.completed_at >= now() - make_interval(secs => $2)));
+      'completed' OR j.completed_at >= now() - make_interval(secs => $2)) OFFSET 0);
 
 -- name: partitions.count_rows
 -- params: $1 part
@@ -1714,7 +1714,7 @@ WHERE p.delivery_id < $1
   AND (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
     - make_interval(secs => $2)
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id COLLATE "default" AND j.id >= p.delivery_id COLLATE "default" AND j.id < hookinbox_id_after(p.delivery_id) COLLATE "default" AND (j.state <>
-      'completed' OR j.completed_at >= now() - make_interval(secs => $2)))
+      'completed' OR j.completed_at >= now() - make_interval(secs => $2)) OFFSET 0)
 LIMIT $3 FOR UPDATE OF p SKIP LOCKED;
 
 -- name: partitions.retirable
@@ -2176,7 +2176,7 @@ FROM payloads p
 WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
     - make_interval(secs => $1)
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id COLLATE "default" AND j.id >= p.delivery_id COLLATE "default" AND j.id < hookinbox_id_after(p.delivery_id) COLLATE "default" AND (j.state <>
-      'completed' OR j.completed_at >= now() - make_interval(secs => $1)));
+      'completed' OR j.completed_at >= now() - make_interval(secs => $1)) OFFSET 0);
 
 -- name: retention.delivery_batch
 -- params: $1 ceiling, $2 age, $3 limit
@@ -2184,7 +2184,8 @@ SELECT d.id
 FROM deliveries d
 WHERE d.id < $1
   AND d.last_seen_at < now() - make_interval(secs => $2)
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default" AND j.state <> 'completed')
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default" AND j.state <> 'completed'
+      OFFSET 0)
 ORDER BY d.id
 LIMIT $3 FOR UPDATE OF d SKIP LOCKED;
 
@@ -2229,7 +2230,7 @@ FROM payloads p
 WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < now()
     - make_interval(secs => $1)
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id COLLATE "default" AND j.id >= p.delivery_id COLLATE "default" AND j.id < hookinbox_id_after(p.delivery_id) COLLATE "default" AND (j.state <>
-      'completed' OR j.completed_at >= now() - make_interval(secs => $1)))
+      'completed' OR j.completed_at >= now() - make_interval(secs => $1)) OFFSET 0)
 LIMIT $2 FOR UPDATE OF p SKIP LOCKED;
 
 -- name: reviews.get

@@ -1646,14 +1646,15 @@ FROM payloads p
 WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id ) < ((julianday('now') - 2440587.5) * 86400.0)
     - :age
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
-      'completed' OR j.completed_at >= ((julianday('now') - 2440587.5) * 86400.0) - :age));
+      'completed' OR j.completed_at >= ((julianday('now') - 2440587.5) * 86400.0) - :age) );
 
 -- name: retention.delivery_batch
 SELECT d.id
 FROM deliveries d
 WHERE d.id < :ceiling
   AND d.last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed')
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id AND j.state <> 'completed'
+      )
 ORDER BY d.id
 LIMIT :limit ;
 
@@ -1691,7 +1692,7 @@ FROM payloads p
 WHERE (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id ) < ((julianday('now') - 2440587.5) * 86400.0)
     - :age
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = p.delivery_id AND (j.state <>
-      'completed' OR j.completed_at >= ((julianday('now') - 2440587.5) * 86400.0) - :age))
+      'completed' OR j.completed_at >= ((julianday('now') - 2440587.5) * 86400.0) - :age) )
 LIMIT :limit ;
 
 -- name: reviews.get

@@ -142,7 +142,7 @@ WHERE p.delivery_id < :ceiling
   AND (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < {now}
     - {secs:age}
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE {jobs_of:p.delivery_id} AND (j.state <>
-      'completed' OR j.completed_at >= {now} - {secs:age}));
+      'completed' OR j.completed_at >= {now} - {secs:age}) {per_row});
 
 -- name: overdue_payload_batch
 SELECT p.delivery_id AS id
@@ -151,5 +151,5 @@ WHERE p.delivery_id < :ceiling
   AND (SELECT d.first_seen_at FROM deliveries d WHERE d.id = p.delivery_id COLLATE "C") < {now}
     - {secs:age}
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE {jobs_of:p.delivery_id} AND (j.state <>
-      'completed' OR j.completed_at >= {now} - {secs:age}))
+      'completed' OR j.completed_at >= {now} - {secs:age}) {per_row})
 LIMIT :limit {skip_locked:p};
