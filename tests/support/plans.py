@@ -5,6 +5,7 @@ contract."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hookinbox.store import Store
@@ -30,9 +31,15 @@ async def query_plan(store: Store, statement: Sql, params: dict[str, Any]) -> li
 
 
 def scans_whole(plan: list[str], table: str, alias: str) -> bool:
-    """PostgreSQL: ``Seq Scan on jobs j``; SQLite: ``SCAN j`` (a search by index is
-    ``SEARCH j USING INDEX ...``)."""
+    """PostgreSQL: ``Seq Scan on jobs j``, or on one of its partitions
+    (``Seq Scan on jobs_p20261205 j_1``, ``jobs_default j_5``); SQLite: ``SCAN j`` (a
+    search by index is ``SEARCH j USING INDEX ...``)."""
+    partition = re.compile(
+        rf"Seq Scan on {re.escape(table)}_(p\d{{8}}|default) {re.escape(alias)}(_\d+)?(\s|$)"
+    )
     return any(
-        f"Seq Scan on {table} {alias}" in line or line.strip().startswith(f"SCAN {alias}")
+        f"Seq Scan on {table} {alias}" in line
+        or partition.search(line) is not None
+        or line.strip().startswith(f"SCAN {alias}")
         for line in plan
     )
