@@ -35,6 +35,9 @@ macro                  PostgreSQL                          SQLite
 ``{per_row}``          ``OFFSET 0``, ending a subquery:    nothing
                        run for each outer row, never
                        flattened into a join
+``{join_jobs_of:x}``   a ``CROSS JOIN LATERAL`` of the     ``JOIN jobs j ON j.delivery_id = x``
+                       jobs ``j`` of each row's delivery
+                       ``x``, probed per row
 =====================  ==================================  ====================================
 
 ``{collate:x}`` is for joins between ``deliveries.id`` (``{ordered_text}``: ``COLLATE "C"`` on
@@ -168,6 +171,10 @@ POSTGRES = Dialect(
         # Ends a subquery PostgreSQL must run for each outer row, not flatten into a join
         # (an OFFSET keeps it a SubPlan): see docs/store.md, "{per_row}".
         "per_row": lambda _: "OFFSET 0",
+        # A join to each row's jobs, kept a probe per row for the same reason.
+        "join_jobs_of": lambda x: (
+            f"CROSS JOIN LATERAL (SELECT j.* FROM jobs j WHERE {_postgres_jobs_of(x)} OFFSET 0) j"
+        ),
         "jobs_kept_from": lambda _: 'hookinbox_jobs_kept_from() COLLATE "C"',
         "table_exists": lambda x: f"to_regclass(:{x}) IS NOT NULL",
         # hookinbox_payload_json (migration 006) is NULL for a body that is not JSON; its
@@ -211,6 +218,7 @@ SQLITE = Dialect(
         ),
         "jobs_of": lambda x: f"j.delivery_id = {x}",
         "per_row": lambda _: "",
+        "join_jobs_of": lambda x: f"JOIN jobs j ON j.delivery_id = {x}",
         "jobs_kept_from": lambda _: "''",
         "table_exists": lambda x: (
             f"EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :{x})"

@@ -227,7 +227,7 @@ WHERE subject_hash = $1 AND (source = $2 OR $2 IS NULL) AND body IS NOT NULL;
 -- params: $1 subject, $2 source
 SELECT count(*)
 FROM deliveries d
-JOIN jobs j ON j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
+CROSS JOIN LATERAL (SELECT j.* FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default" OFFSET 0) j
 JOIN attempts a ON a.job_id = j.id
 WHERE d.subject_hash = $1 AND (d.source = $2 OR $2 IS NULL) AND a.response_snippet IS NOT NULL;
 
@@ -248,7 +248,7 @@ WHERE id IN (SELECT id FROM rejected_deliveries WHERE subject_hash = $1 AND (sou
 UPDATE attempts
 SET response_snippet = NULL
 WHERE response_snippet IS NOT NULL AND job_id IN (SELECT j.id FROM deliveries d
-    JOIN jobs j ON j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default" WHERE d.id = ANY($1));
+    CROSS JOIN LATERAL (SELECT j.* FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default" OFFSET 0) j WHERE d.id = ANY($1));
 
 -- name: erasure.mark_erased
 -- params: $1 ids

@@ -24,10 +24,11 @@ FROM deliveries d
 WHERE {include:subject_deliveries};
 
 -- name: count_snippets
--- The answer snippets of the subject's deliveries' attempts.
+-- The answer snippets of the subject's deliveries' attempts. Each delivery's jobs are
+-- probed ({join_jobs_of}): joined by their delivery id, PostgreSQL hashed every job.
 SELECT count(*)
 FROM deliveries d
-JOIN jobs j ON {jobs_of:d.id}
+{join_jobs_of:d.id}
 JOIN attempts a ON a.job_id = j.id
 WHERE {include:subject_deliveries} AND a.response_snippet IS NOT NULL;
 
@@ -53,7 +54,7 @@ WHERE delivery_id {in:ids};
 UPDATE attempts
 SET response_snippet = NULL
 WHERE response_snippet IS NOT NULL AND job_id IN (SELECT j.id FROM deliveries d
-    JOIN jobs j ON {jobs_of:d.id} WHERE d.id {in:ids});
+    {join_jobs_of:d.id} WHERE d.id {in:ids});
 
 -- name: mark_erased
 -- Shown as purged: the payload is gone for good (a job still to run fails payload_purged).
