@@ -124,9 +124,13 @@ class Retention:
         """``(purgeable, held)``: journal rows last seen more than this long ago whose jobs
         all completed, and those as old but kept because a job is unfinished or failed."""
         age = float(older_than_seconds)
-        found = await self._db.row(_COUNT_DELIVERIES, age=age, ceiling=_journal_ceiling(age))
+        ceiling = _journal_ceiling(age)
+        found = await self._db.row(
+            _COUNT_DELIVERIES, age=age, ceiling=ceiling, jobs_ceiling=delivery_id_after(ceiling)
+        )
         assert found is not None
-        return int(found["purgeable"]), int(found["held"])
+        held = int(found["held"])
+        return int(found["old"]) - held, held
 
     async def purge_deliveries(self, older_than_seconds: float, limit: int) -> int:
         """Delete up to ``limit`` purgeable journal rows with their jobs, attempts, payloads

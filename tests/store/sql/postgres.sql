@@ -2160,14 +2160,15 @@ WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER w AS n, CAST(sum(store
     > $2 OR total > $3);
 
 -- name: retention.count_deliveries
--- params: $1 ceiling, $2 age
-SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
-    AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable,
-    coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default"
-    AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
+-- params: $1 jobs_ceiling, $2 ceiling, $3 age
+SELECT count(*) AS old,
+    (SELECT count(DISTINCT j.delivery_id) FROM jobs j
+     JOIN deliveries h ON h.id = j.delivery_id COLLATE "C"
+     WHERE j.id < $1 AND j.state <> 'completed'
+       AND h.id < $2 AND h.last_seen_at < now() - make_interval(secs => $3)) AS held
 FROM deliveries d
-WHERE d.id < $1
-  AND d.last_seen_at < now() - make_interval(secs => $2);
+WHERE d.id < $2
+  AND d.last_seen_at < now() - make_interval(secs => $3);
 
 -- name: retention.count_payloads
 -- params: $1 age

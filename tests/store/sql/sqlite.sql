@@ -1632,10 +1632,11 @@ WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER w AS n, CAST(sum(store
     > :max_rows OR total > :max_bytes);
 
 -- name: retention.count_deliveries
-SELECT count(*) - coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
-    AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS purgeable,
-    coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id
-    AND j.state <> 'completed') THEN 1 ELSE 0 END), 0) AS held
+SELECT count(*) AS old,
+    (SELECT count(DISTINCT j.delivery_id) FROM jobs j
+     JOIN deliveries h ON h.id = j.delivery_id 
+     WHERE j.id < :jobs_ceiling AND j.state <> 'completed'
+       AND h.id < :ceiling AND h.last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age) AS held
 FROM deliveries d
 WHERE d.id < :ceiling
   AND d.last_seen_at < ((julianday('now') - 2440587.5) * 86400.0) - :age;
