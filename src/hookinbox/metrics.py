@@ -22,6 +22,7 @@ count), and each inbox's registry carries the process and platform collectors.
 from __future__ import annotations
 
 import gc
+import glob
 import os
 import platform
 import time
@@ -145,6 +146,27 @@ class _GcWatch:
 
 def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
+#: The smallest values file prometheus-client reads: its 4-byte used size and padding.
+_VALUES_FILE_HEAD = 8
+
+
+class ProcessFilesCollector(MultiProcessCollector):
+    """Every process's values files, leaving out a file another process has just created
+    and not yet sized: prometheus-client opens a new file empty and then sizes it, and
+    read in between it raised ``struct.error``, a 500 from ``/metrics`` whenever a
+    worker started or met a new label. Such a file holds no value yet."""
+
+    def collect(self) -> Any:
+        files = []
+        for name in glob.glob(os.path.join(self._path, "*.db")):
+            try:
+                if os.path.getsize(name) >= _VALUES_FILE_HEAD:
+                    files.append(name)
+            except OSError:  # removed since the listing (a dead process's live gauges)
+                continue
+        return self.merge(files, accumulate=True)  # type: ignore[no-untyped-call]
 
 
 #: Answers the store already counts elsewhere (the journal) or that are no receipt.
@@ -398,7 +420,7 @@ class Metrics:
                 for collector in extra:
                     registry.unregister(collector)
         registry = CollectorRegistry()
-        MultiProcessCollector(registry, path=path)  # type: ignore[no-untyped-call]
+        ProcessFilesCollector(registry, path=path)  # type: ignore[no-untyped-call]
         for collector in extra:
             registry.register(collector)
         return generate_latest(registry)

@@ -66,3 +66,34 @@ def test_receiver_metrics_include_the_separate_workers_counts(db_url: str, tmp_p
     assert sample(text, "hookinbox_handler_seconds_count", source="test", action="count") == 6
     # Each process wrote its own file; the receiver's scrape added them up.
     assert len(list(shared.glob("counter_*.db"))) >= 2
+
+
+def test_a_values_file_created_but_not_yet_sized_is_no_500_from_metrics(
+    db_url: str, tmp_path: Path
+) -> None:
+    """prometheus-client opens a process's values file empty and sizes it a moment later;
+    a scrape between the two read an empty file, and /metrics answered 500 whenever a
+    worker started or met a new label. Here that moment is held still: an empty file."""
+    port = free_port()
+    config = write_config(tmp_path / "hookinbox.toml", db_url, routes=[ROUTE], port=port)
+    shared = tmp_path / "prometheus"
+    shared.mkdir()
+    (shared / "counter_999999.db").touch()
+    env = hookinbox_env({"PROMETHEUS_MULTIPROC_DIR": str(shared)})
+    receiver = HookinboxProcess(
+        ["serve", "--no-workers", "--config", str(config)], env, tmp_path / "serve.log"
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        receiver.start()
+        receiver.wait_healthy(base)
+        with httpx.Client(timeout=10) as client:
+            body, headers = delivery("evt_mp_empty_file")
+            answer = client.post(f"{base}/webhooks/test", content=body, headers=headers)
+            assert answer.json()["status"] == "accepted"
+            scraped = client.get(f"{base}/metrics")
+    finally:
+        receiver.stop()
+    assert scraped.status_code == 200, scraped.text
+    accepted = sample(scraped.text, "hookinbox_deliveries_total", source="test", outcome="accepted")
+    assert accepted == 1
