@@ -1879,7 +1879,7 @@ LIMIT 1;
 -- name: reads.count_deliveries_without_jobs
 SELECT count(*)
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default")
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default")
   AND d.id >= hookinbox_jobs_kept_from() COLLATE "C";
 
 -- name: reads.count_expired_leases
@@ -1979,7 +1979,7 @@ ORDER BY n DESC, reason;
 SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail,
     min(d.first_seen_at) AS since, count(*) AS deliveries
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default" AND j.id >= d.id COLLATE "default" AND j.id < hookinbox_id_after(d.id) COLLATE "default")
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default")
   AND d.id >= hookinbox_jobs_kept_from() COLLATE "C"
 GROUP BY d.source, d.event_type
 ORDER BY d.source, d.event_type

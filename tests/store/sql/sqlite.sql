@@ -1377,7 +1377,7 @@ LIMIT 1;
 -- name: reads.count_deliveries_without_jobs
 SELECT count(*)
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id )
   AND d.id >= '';
 
 -- name: reads.count_expired_leases
@@ -1470,7 +1470,7 @@ ORDER BY n DESC, reason;
 SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail,
     min(d.first_seen_at) AS since, count(*) AS deliveries
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id)
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id )
   AND d.id >= ''
 GROUP BY d.source, d.event_type
 ORDER BY d.source, d.event_type

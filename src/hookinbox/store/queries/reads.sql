@@ -77,9 +77,12 @@ WHERE state = 'failed'
 -- name: count_deliveries_without_jobs
 -- Not the journal rows before the first day of jobs still there (PostgreSQL's days of
 -- jobs retire at the key retention; a journal row seen again since keeps its key only).
+-- A whole-journal check: one hash anti-join on the delivery id, without the range of
+-- {jobs_of}, which serves a probe by key and here was a filter on every pair (at 5 M
+-- rows 12.4 s against 3.9 s).
 SELECT count(*)
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE {jobs_of:d.id})
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default})
   AND d.id >= {jobs_kept_from};
 
 -- name: count_unrecorded_effects
@@ -135,7 +138,7 @@ LIMIT :limit;
 SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail,
     min(d.first_seen_at) AS since, count(*) AS deliveries
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE {jobs_of:d.id})
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default})
   AND d.id >= {jobs_kept_from}
 GROUP BY d.source, d.event_type
 ORDER BY d.source, d.event_type
