@@ -155,8 +155,8 @@ _VALUES_FILE_HEAD = 8
 class ProcessFilesCollector(MultiProcessCollector):
     """Every process's values files, leaving out a file another process has just created
     and not yet sized: prometheus-client opens a new file empty and then sizes it, and
-    read in between it raised ``struct.error``, a 500 from ``/metrics`` whenever a
-    worker started or met a new label. Such a file holds no value yet."""
+    read in between it raises ``struct.error`` (a 500 from ``/metrics`` as a worker
+    starts or meets a new label). Such a file holds no value yet."""
 
     def collect(self) -> Any:
         files = []

@@ -25,7 +25,7 @@ WHERE {include:subject_deliveries};
 
 -- name: count_snippets
 -- The answer snippets of the subject's deliveries' attempts. Each delivery's jobs are
--- probed ({join_jobs_of}): joined by their delivery id, PostgreSQL hashed every job.
+-- probed ({join_jobs_of}): joined by their delivery id, PostgreSQL would hash every job.
 SELECT count(*)
 FROM deliveries d
 {join_jobs_of:d.id}

@@ -78,8 +78,7 @@ WHERE state = 'failed'
 -- Not the journal rows before the first day of jobs still there (PostgreSQL's days of
 -- jobs retire at the key retention; a journal row seen again since keeps its key only).
 -- A whole-journal check: one hash anti-join on the delivery id, without the range of
--- {jobs_of}, which serves a probe by key and here was a filter on every pair (at 5 M
--- rows 12.4 s against 3.9 s).
+-- {jobs_of}, which serves a probe by key and here would be a filter on every pair.
 SELECT count(*)
 FROM deliveries d
 WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default})

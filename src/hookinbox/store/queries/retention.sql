@@ -49,11 +49,11 @@ WHERE id {in:ids};
 -- the cutoff, plus an allowance for the receivers' clocks): a row last seen before the
 -- cutoff was first seen before it, and ids are first-seen ordered. No index on
 -- last_seen_at: every duplicate updates it (020).
--- The held are found from the jobs' side, not by a probe of each old row's jobs (at 20 M
--- rows, 831,000 probes: seconds of a core, unpaced, at the purge's start): the jobs of
--- rows below :ceiling have ids below :jobs_ceiling (a job's id is its delivery's, ':',
--- its action), so only the days of jobs below it are read, and on PostgreSQL the days
--- the purge retired are gone. A row whose id was made by hand as a leading part of the
+-- The held are found from the jobs' side, not by a probe of each old row's jobs (the
+-- count runs once, unpaced, before the first batch: a probe per row is a core's seconds
+-- at a day of a large store): the jobs of rows below :ceiling have ids below
+-- :jobs_ceiling (a job's id is its delivery's, ':', its action), so only the days of
+-- jobs below it are read, and on PostgreSQL the days the purge retired are gone. A row whose id was made by hand as a leading part of the
 -- ceiling's is not counted held; the batches still hold it back.
 SELECT count(*) AS old,
     (SELECT count(DISTINCT j.delivery_id) FROM jobs j
