@@ -53,8 +53,9 @@ WHERE id {in:ids};
 -- count runs once, unpaced, before the first batch: a probe per row is a core's seconds
 -- at a day of a large store): the jobs of rows below :ceiling have ids below
 -- :jobs_ceiling (a job's id is its delivery's, ':', its action), so only the days of
--- jobs below it are read, and on PostgreSQL the days the purge retired are gone. A row whose id was made by hand as a leading part of the
--- ceiling's is not counted held; the batches still hold it back.
+-- jobs below it are read, and on PostgreSQL the days the purge retired are gone. A row
+-- whose id was made by hand as a leading part of the ceiling's is not counted held; the
+-- batches still hold it back.
 SELECT count(*) AS old,
     (SELECT count(DISTINCT j.delivery_id) FROM jobs j
      JOIN deliveries h ON h.id = j.delivery_id {collate:C}
