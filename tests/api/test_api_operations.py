@@ -6,6 +6,7 @@ token's name, and refused in JSON when the input is wrong."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -177,8 +178,14 @@ async def test_purge_previews_then_deletes_at_most_max_rows_a_call(
     run = {**payloads, "dry_run": False, "max_rows": 2, "batch": 1}
     refused = await api.post("/purge", json=run, headers=bearer(READ))
     assert (refused.status_code, refused.json()) == (403, {"error": "forbidden"})
-    first = (await api.post("/purge", json=run, headers=bearer(OPERATE))).json()["steps"][0]
+    if store.partitions.enabled:  # PostgreSQL: a day partition past the retention retires
+        await store.partitions.create_ahead(0, today=datetime.now(UTC).date() - timedelta(days=4))
+    ran = (await api.post("/purge", json=run, headers=bearer(OPERATE))).json()
+    first = ran["steps"][0]
     assert (first["candidates"], first["deleted"], first["batches"]) == (3, 2, 2)
+    retired = [each for each in ran["partitions"] if each["retired"]]
+    assert len(retired) == (1 if store.partitions.enabled else 0)
+    assert all(0 < each["locked_seconds"] <= each["seconds"] for each in retired), retired
     rest = (await api.post("/purge", json=run, headers=bearer(OPERATE))).json()["steps"][0]
     assert (rest["candidates"], rest["deleted"]) == (1, 1)
     assert await store.retention.count_purgeable_payloads(0) == 0

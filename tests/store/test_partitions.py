@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -207,6 +208,48 @@ async def test_a_retirement_waits_for_a_lock_at_most_its_bound_then_goes_next_ti
         assert await conn.fetchval("SELECT count(*) FROM payloads_default") == 0
     again = await pg_store.partitions.retire(0)
     assert next(each for each in again if each.name == day).retired
+
+
+async def _waiting_for_a_lock(conn: asyncpg.Connection, relation: str) -> bool:
+    return bool(
+        await conn.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
+            " WHERE c.relname = $1 AND NOT l.granted)",
+            relation,
+        )
+    )
+
+
+async def test_a_retirement_reports_how_long_it_held_its_table_against_writers(
+    pg_store: Store, pg_url: str
+) -> None:
+    """A reader of the day holds the DETACH back; from its lock request on, every writer
+    of payloads queues behind it, so that wait is the receivers' and is reported apart
+    from the retirement's whole time."""
+    await _three_deliveries_days_ago(pg_store)
+    day = "payloads_p" + (_today() - timedelta(days=3)).strftime("%Y%m%d")
+    loop = asyncio.get_running_loop()
+    async with pg_session(pg_url) as reader, pg_session(pg_url) as watcher:
+        tx = reader.transaction()
+        await tx.start()
+        await reader.fetchval(f"SELECT count(*) FROM {day}")
+        retiring = asyncio.create_task(pg_store.partitions.retire(0, lock_wait="30s"))
+        deadline = loop.time() + 20
+        while not await _waiting_for_a_lock(watcher, day):
+            assert loop.time() < deadline and not retiring.done(), "the DETACH never waited"
+            await asyncio.sleep(0.01)
+        seen_waiting = loop.time()
+        await asyncio.sleep(0.5)  # the reader's work: what the writers wait for
+        held = loop.time() - seen_waiting
+        await tx.rollback()
+        retired = await asyncio.wait_for(retiring, 20)
+    mine = next(each for each in retired if each.name == day)
+    assert mine.retired
+    assert held <= mine.locked_seconds <= mine.seconds
+    assert mine.as_json()["locked_seconds"] == round(mine.locked_seconds, 4)
+    # The days retired after it (made ahead, empty) locked payloads for a moment only.
+    after = [each for each in retired if each.name > day and each.table == "payloads"]
+    assert after and all(each.retired and 0 < each.locked_seconds < held for each in after)
 
 
 async def test_a_delivery_whose_day_has_no_partition_still_lands_and_moves_in_later(
@@ -415,6 +458,15 @@ async def test_a_store_at_026_with_attempts_converts_in_place_while_jobs_settle(
         await store.close()
 
 
+async def _make_a_day_ago(url: str, days: int) -> None:
+    store = open_store_for(url)
+    await store.open()
+    try:
+        await store.partitions.create_ahead(0, today=(_today() - timedelta(days=days)).date())
+    finally:
+        await store.close()
+
+
 def test_cli_purge_reports_the_partitions_it_retired(pg_url: str, tmp_path: Path) -> None:
     async def prepare() -> None:
         store = open_store_for(pg_url)
@@ -433,10 +485,20 @@ def test_cli_purge_reports_the_partitions_it_retired(pg_url: str, tmp_path: Path
     done = hookinbox(config, "purge", "--payloads-only", "--older-than", "0s")
     assert done.returncode == 0, done.stderr
     assert f"partition {day}: retired, 1 payloads dropped, 2 held" in done.stdout, done.stdout
+    # How long the receivers' writes queued behind it, beside its whole time.
+    line = re.search(
+        rf"^partition {day}: .* in ([\d.]+) s, payloads locked ([\d.]+) s of it$", done.stdout, re.M
+    )
+    assert line is not None, done.stdout
+    assert float(line[2]) <= float(line[1])
     assert "partitions: retired" in done.stdout
+    # A day made ahead retires with its figures in the JSON report.
+    asyncio.run(_make_a_day_ago(pg_url, days=6))
     again = hookinbox(config, "purge", "--payloads-only", "--older-than", "0s", "--json")
     report: dict[str, Any] = json.loads(again.stdout)
     assert day not in {each["name"] for each in report["partitions"]}
+    gone = [each for each in report["partitions"] if each["retired"]]
+    assert gone and all(0 < each["locked_seconds"] <= each["seconds"] for each in gone), gone
 
 
 def test_cli_purge_retires_the_days_of_attempts_and_jobs_past_the_key_retention(

@@ -556,6 +556,12 @@ class PartitionRetirement(_Output):
         None, description="Why it stays this time: a lock not had in time, too many held"
     )
     seconds: float = Field(0.0, description="Wall seconds of its retiring transaction")
+    locked_seconds: float = Field(
+        0.0,
+        description="Of those, the seconds the table's writers queued behind its lock, "
+        "from the DETACH's lock request to the DROP, as the database measured them (its "
+        "commit follows)",
+    )
 
 
 class PurgeReport(_Output):

@@ -97,7 +97,8 @@ def purge(
         if each.retired:
             click.echo(
                 f"partition {each.name}: retired, {each.rows - each.held} {each.table} dropped, "
-                f"{each.held} held (kept in the default partition) in {each.seconds:.2f} s"
+                f"{each.held} held (kept in the default partition) in {each.seconds:.2f} s, "
+                f"{each.table} locked {each.locked_seconds:.2f} s of it"
             )
         elif each.deferred == "dry_run":
             kept = {

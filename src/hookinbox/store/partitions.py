@@ -111,6 +111,11 @@ class Retirement:
     table: PartitionedTable = "payloads"
     #: Wall seconds of its retiring transaction (0.0: not tried).
     seconds: float = 0.0
+    #: Of those, the seconds from its DETACH's lock request to its DROP, measured in the
+    #: database: the table's writers queue behind that lock (and then its commit), so this
+    #: is what the receivers wait, where ``seconds`` also holds the round trip, the wait
+    #: for another retirement of the table and the commit.
+    locked_seconds: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -121,6 +126,7 @@ class Retirement:
             "retired": self.retired,
             "deferred": self.deferred,
             "seconds": round(self.seconds, 4),
+            "locked_seconds": round(self.locked_seconds, 4),
         }
 
 
@@ -244,7 +250,8 @@ class Partitions:
                 done.append(Retirement(name, found, kept, False, "lock", table, took))
                 continue
             moved = int(result["moved"])
-            done.append(Retirement(name, found, moved, True, None, table, took))
+            locked = float(result["locked_ms"] or 0.0) / 1000
+            done.append(Retirement(name, found, moved, True, None, table, took, locked))
             if table == "jobs":
                 await self.drop_retired_rows(part["lo"], part["hi"])
         return done
