@@ -11,8 +11,9 @@ Helpers for testing handlers are in :mod:`hookinbox.testing`.
 ``__version__`` comes from :mod:`hookinbox.version`, the one place it is written.
 """
 
-from hookinbox.app import Inbox
-from hookinbox.config import Config, load_config
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from hookinbox.errors import (
     ActionError,
     ConfigError,
@@ -22,9 +23,40 @@ from hookinbox.errors import (
     StoreUnavailable,
 )
 from hookinbox.version import __version__ as __version__
-from hookinbox.work.actions import Event
-from hookinbox.work.effects import JobContext, SyncJobContext
-from hookinbox.work.handlers import PayloadInvalid
+
+if TYPE_CHECKING:
+    from hookinbox.app import Inbox
+    from hookinbox.config import Config, load_config
+    from hookinbox.work.actions import Event
+    from hookinbox.work.effects import JobContext, SyncJobContext
+    from hookinbox.work.handlers import PayloadInvalid
+
+#: Where each name of the public surface is defined. They are imported when first asked
+#: for (PEP 562): a process that imports one module of the package (the command line,
+#: a handler's module) does not pay for the app, the admin and every operation.
+_DEFINED_IN = {
+    "Inbox": "hookinbox.app",
+    "Config": "hookinbox.config",
+    "load_config": "hookinbox.config",
+    "Event": "hookinbox.work.actions",
+    "JobContext": "hookinbox.work.effects",
+    "SyncJobContext": "hookinbox.work.effects",
+    "PayloadInvalid": "hookinbox.work.handlers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _DEFINED_IN.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hookinbox' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "ActionError",

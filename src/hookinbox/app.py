@@ -63,10 +63,9 @@ def standard_operator_views() -> OperatorViews:
 
 
 def build_sealer(config: Config) -> Sealer:
-    """What seals bodies and snippets at rest (``[encryption]``): the key ring read from
-    the environment now, and the sources that seal. ConfigError when something seals and
-    the ring is missing or malformed."""
-    return Sealer(config.key_ring(), config.sealed_sources())
+    """What seals bodies and snippets at rest (``[encryption]``): :meth:`Config.sealer`,
+    for a store opened apart from the app (``open_store_for(url, sealer=...)``)."""
+    return config.sealer()
 
 
 def default_metrics(config: Config) -> Metrics:

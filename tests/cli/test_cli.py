@@ -101,6 +101,43 @@ def test_an_unreachable_database_is_one_line_and_exit_3(tmp_path: Path) -> None:
     assert result.stderr.startswith("hookinbox: store_unavailable")
 
 
+#: Runs the command line as its entry point does, then names the modules of the package
+#: the run imported.
+_IMPORTS_OF_A_RUN = (
+    "import atexit, runpy, sys\n"
+    "atexit.register(lambda: print(' '.join(sorted(m for m in sys.modules"
+    " if m.startswith('hookinbox'))), file=sys.stderr))\n"
+    "sys.argv = ['hookinbox', *sys.argv[1:]]\n"
+    "runpy.run_module('hookinbox.cli', run_name='__main__')\n"
+)
+
+
+def test_a_command_imports_its_own_module_not_the_other_commands(tmp_path: Path) -> None:
+    """Every run of the command line used to import every command's module and the app:
+    most of a second of a core before a cron ``dlq list`` did anything."""
+    config = write_config(tmp_path / "c.toml", f"sqlite:///{tmp_path / 'h.db'}", routes=ROUTES)
+    made = hookinbox("migrate", "--create", "--config", str(config))
+    assert made.returncode == 0, made.stderr
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTS_OF_A_RUN, "dlq", "list", "--config", str(config)],
+        env=hookinbox_env({SECRET_ENV: SECRET}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    imported = set(done.stderr.strip().splitlines()[-1].split())
+    assert "hookinbox.cli.dlq" in imported and "hookinbox.store.core" in imported
+    others = {f"hookinbox.cli.{name}" for name in ("serve", "catch_up", "maintenance", "send")}
+    assert not imported & (others | {"hookinbox.app", "hookinbox.admin.views"}), imported
+    # Help lists every command, each found in its module under its own name.
+    listed = hookinbox("--help")
+    assert listed.returncode == 0
+    for name in ("catch-up", "config", "reconcile", "serve", "worker", "keys"):
+        assert f"\n  {name} " in listed.stdout, listed.stdout
+
+
 #: Every operator command that opens the store (not serve, worker, migrate).
 OPERATOR_COMMANDS = [
     ("reconcile",),
@@ -120,20 +157,26 @@ OPERATOR_COMMANDS = [
 ]
 
 
+@pytest.mark.parametrize("command", OPERATOR_COMMANDS, ids=" ".join)
 def test_an_operator_command_on_a_mistyped_sqlite_path_fails_and_creates_nothing(
-    tmp_path: Path,
+    tmp_path: Path, command: tuple[str, ...]
 ) -> None:
     """A cron ``reconcile`` pointed at a typo must fail, never report a new empty store."""
     missing = tmp_path / "typo" / "hookinbox.db"
     config = write_config(tmp_path / "c.toml", f"sqlite:///{missing}", routes=ROUTES)
-    for command in OPERATOR_COMMANDS:
-        result = hookinbox(*command, "--config", str(config))
-        assert result.returncode == 3, (command, result.stdout, result.stderr)
-        assert result.stdout == "", command
-        (line,) = result.stderr.strip().splitlines()
-        assert line.startswith("hookinbox: store_not_found: "), (command, line)
-        assert not (tmp_path / "typo").exists(), command
-    # An existing directory without the file: still nothing made.
+    result = hookinbox(*command, "--config", str(config))
+    assert result.returncode == 3, (command, result.stdout, result.stderr)
+    assert result.stdout == "", command
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("hookinbox: store_not_found: "), (command, line)
+    assert not (tmp_path / "typo").exists(), command
+
+
+def test_an_operator_command_in_an_existing_directory_without_the_file_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "typo" / "hookinbox.db"
+    config = write_config(tmp_path / "c.toml", f"sqlite:///{missing}", routes=ROUTES)
     (tmp_path / "typo").mkdir()
     result = hookinbox("reconcile", "--config", str(config))
     assert (result.returncode, missing.exists()) == (3, False)

@@ -145,9 +145,7 @@ async def opened_store(config: Config, *, create: bool = False) -> AsyncIterator
     """The configured store, open. Operator commands open only one that exists
     (``store_not_found``, exit 3, otherwise); ``serve`` and ``worker`` pass ``create=True``
     and make and migrate it."""
-    from hookinbox.app import build_sealer
-
-    store = open_store_for(config.database, sealer=build_sealer(config))
+    store = open_store_for(config.database, sealer=config.sealer())
     await store.open(create=create)
     try:
         yield store

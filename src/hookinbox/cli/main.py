@@ -8,32 +8,84 @@ Environment: ``HOOKINBOX_CONFIG`` (config file when ``--config`` is not given; t
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any
 
 import click
 
-from hookinbox.cli.catch_up import catch_up
 from hookinbox.cli.common import fail
-from hookinbox.cli.configuration import config_group
-from hookinbox.cli.deliveries import deliveries
-from hookinbox.cli.dlq import dlq
-from hookinbox.cli.erase import erase
-from hookinbox.cli.keys import keys
-from hookinbox.cli.maintenance import purge, reconcile
-from hookinbox.cli.outbox import outbox
-from hookinbox.cli.rejected import rejected
-from hookinbox.cli.replay import replay
-from hookinbox.cli.resources import resources
-from hookinbox.cli.reviews import reviews
-from hookinbox.cli.send import send
-from hookinbox.cli.serve import migrate, serve, worker
-from hookinbox.cli.sources import sources
-from hookinbox.cli.trace import trace
 from hookinbox.errors import InvalidArgument
 from hookinbox.version import __version__
+
+#: Each command of ``hookinbox``: the module that defines it and its name there. A run
+#: imports the module of the command it runs only (``hookinbox --help`` imports them all).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("hookinbox.cli.serve", "serve"),
+    "worker": ("hookinbox.cli.serve", "worker"),
+    "migrate": ("hookinbox.cli.serve", "migrate"),
+    "config": ("hookinbox.cli.configuration", "config_group"),
+    "send": ("hookinbox.cli.send", "send"),
+    "deliveries": ("hookinbox.cli.deliveries", "deliveries"),
+    "dlq": ("hookinbox.cli.dlq", "dlq"),
+    "replay": ("hookinbox.cli.replay", "replay"),
+    "purge": ("hookinbox.cli.maintenance", "purge"),
+    "erase": ("hookinbox.cli.erase", "erase"),
+    "reconcile": ("hookinbox.cli.maintenance", "reconcile"),
+    "sources": ("hookinbox.cli.sources", "sources"),
+    "trace": ("hookinbox.cli.trace", "trace"),
+    "resources": ("hookinbox.cli.resources", "resources"),
+    "reviews": ("hookinbox.cli.reviews", "reviews"),
+    "outbox": ("hookinbox.cli.outbox", "outbox"),
+    "rejected": ("hookinbox.cli.rejected", "rejected"),
+    "catch-up": ("hookinbox.cli.catch_up", "catch_up"),
+    "keys": ("hookinbox.cli.keys", "keys"),
+}
+
+
+class LazyCommands(MutableMapping[str, click.Command]):
+    """A group's commands by name, each imported from its module when first looked up.
+
+    Every command module imports what its command needs (the store, the app, the
+    providers' clients); importing all of them cost each run of the command line most of
+    a second of a core before it did anything, a cron ``reconcile`` and a purge under
+    load alike. The names are known without importing, so a mistyped command is still
+    answered with the names it could have been."""
+
+    def __init__(self, where: dict[str, tuple[str, str]]) -> None:
+        self._where = dict(where)
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        command = self._loaded.get(name)
+        if command is None:
+            module, attribute = self._where[name]
+            command = getattr(importlib.import_module(module), attribute)
+            if not isinstance(command, click.Command) or command.name != name:
+                raise LookupError(f"{module}.{attribute} is not the command {name!r}")
+            self._loaded[name] = command
+        return command
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self:
+            raise KeyError(name)
+        self._where.pop(name, None)
+        self._loaded.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._where or name in self._loaded
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._where
+        yield from (name for name in self._loaded if name not in self._where)
+
+    def __len__(self) -> int:
+        return len(self._where.keys() | self._loaded.keys())
 
 
 def asks_for_json(args: Sequence[str]) -> bool:
@@ -98,31 +150,7 @@ def is_utf8(word: str) -> bool:
     return True
 
 
-@click.group(cls=Commands)
+@click.group(cls=Commands, commands=LazyCommands(COMMANDS))
 @click.version_option(version=__version__, prog_name="hookinbox")
 def main() -> None:
     """hookinbox: receive webhooks once, process them exactly once."""
-
-
-for command in (
-    serve,
-    worker,
-    migrate,
-    config_group,
-    send,
-    deliveries,
-    dlq,
-    replay,
-    purge,
-    erase,
-    reconcile,
-    sources,
-    trace,
-    resources,
-    reviews,
-    outbox,
-    rejected,
-    catch_up,
-    keys,
-):
-    main.add_command(command)

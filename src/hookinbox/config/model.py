@@ -64,6 +64,7 @@ from hookinbox.config.schemes import (
 )
 from hookinbox.config.telemetry import OtelSettings
 from hookinbox.errors import ConfigError
+from hookinbox.sealing import Sealer
 
 DEFAULT_CONFIG_PATH = "hookinbox.toml"
 CONFIG_ENV = "HOOKINBOX_CONFIG"
@@ -613,6 +614,12 @@ class Config(Frozen):
             for name, source in self.sources.items()
             if (source.encrypt if source.encrypt is not None else default)
         )
+
+    def sealer(self) -> Sealer:
+        """What seals bodies and snippets at rest (``[encryption]``): the key ring read
+        from the environment now, and the sources that seal. ConfigError when something
+        seals and the ring is missing or malformed."""
+        return Sealer(self.key_ring(), self.sealed_sources())
 
     def key_ring(self, environ: Mapping[str, str] | None = None) -> KeyRingKeys:
         """The encryption key ring, read from the environment now: ConfigError when it is
