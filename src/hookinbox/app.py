@@ -96,6 +96,18 @@ async def check_store_clock(store: Store, config: Config) -> None:
         )
 
 
+async def check_store_schema(store: Store) -> None:
+    """Warn when a newer hookinbox has migrated the store: expected for a moment during a
+    rolling upgrade, a problem if this process stays behind (a rollback, a stale image).
+    Once per process start; the process runs on."""
+    try:
+        versions = await store.schema_versions()
+    except HookinboxError:
+        return  # an unreachable store says so on its own
+    if versions.store_is_newer:
+        log.warning("store_schema_newer", store_version=versions.store, code_version=versions.code)
+
+
 def build_receiver(
     config: Config,
     store: Store,
@@ -223,6 +235,7 @@ class Inbox:
 
     async def start(self) -> None:
         await self.store.open()
+        await check_store_schema(self.store)
         await check_store_clock(self.store, self.config)
         self._stop.clear()
         if self.workers is not None:

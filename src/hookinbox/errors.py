@@ -25,6 +25,7 @@ The tree::
     ├── StoreError                   store_error        HTTP 503, exit 3
     │   ├── StoreUnavailable         store_unavailable  HTTP 503, exit 3
     │   ├── StoreNotFound            store_not_found    HTTP 503, exit 3
+    │   ├── StoreSchemaNewer         store_schema_newer HTTP 503, exit 3
     │   └── StoreRejectedRow         store_rejected_row HTTP 400, exit 3
     ├── NotFound                     not_found          HTTP 404, exit 4
     ├── OperationRefused             refused            HTTP 409, exit 5
@@ -224,6 +225,16 @@ class StoreNotFound(StoreError):
     ``serve``, ``worker`` and ``migrate`` create and migrate it."""
 
     code = "store_not_found"
+    http_status = 503
+    exit_code = 3
+
+
+class StoreSchemaNewer(StoreError):
+    """The store was migrated by a newer hookinbox than this one (``hookinbox migrate``
+    with an older release, after a rollback or from a stale image): this release cannot
+    say the store is up to date, and may not be able to work on it."""
+
+    code = "store_schema_newer"
     http_status = 503
     exit_code = 3
 

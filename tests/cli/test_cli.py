@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +13,15 @@ import pytest
 
 from hookinbox.store import Store
 from tests.support.configs import write_config
+from tests.support.database import pg_session
 from tests.support.journal import add_delivery
-from tests.support.processes import REPO, HookinboxProcess, free_port, hookinbox_env
+from tests.support.processes import (
+    REPO,
+    HookinboxProcess,
+    free_port,
+    hookinbox_env,
+    wait_until,
+)
 from tests.support.signing import SECRET, SECRET_ENV
 
 ROUTES = [{"events": ["*"], "action": "count", "handler": "tests.support.handlers:count"}]
@@ -258,8 +267,83 @@ def test_migrate_applies_once(db_url: str, tmp_path: Path) -> None:
     first = hookinbox("migrate", "--config", str(config))
     assert first.returncode == 0, first.stderr
     assert "001_init" in first.stdout
+    newest = max(int(name) for name in re.findall(r"\b(\d{3})_\w+", first.stdout))
+    assert first.stdout.strip().endswith(f"(schema version {newest})"), first.stdout
     second = hookinbox("migrate", "--config", str(config))
-    assert (second.returncode, second.stdout.strip()) == (0, "schema is up to date")
+    assert (second.returncode, second.stdout.strip()) == (
+        0,
+        f"schema is up to date (version {newest})",
+    )
+
+
+async def record_migration(db_url: str, version: int, name: str) -> None:
+    """A row of schema_migrations as a newer release's migrate would leave it."""
+    if db_url.startswith("sqlite"):
+        with sqlite3.connect(db_url.removeprefix("sqlite:///")) as conn:
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, julianday('now'))", (version, name)
+            )
+        return
+    async with pg_session(db_url) as conn:
+        await conn.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name
+        )
+
+
+async def test_an_older_hookinbox_than_the_store_says_so_at_migrate_and_start_up(
+    db_url: str, store: Store, tmp_path: Path
+) -> None:
+    """A newer release migrated the store (a version this one does not have), then this
+    one runs on it, as after a rollback: ``migrate`` refuses to call it up to date, and
+    ``serve`` and ``worker`` say it at start-up and run on, since a rolling upgrade
+    passes through exactly that."""
+    versions = await store.schema_versions()
+    assert (versions.store, versions.store_is_newer) == (versions.code, False)
+    newer = versions.code + 1
+    await record_migration(db_url, newer, f"{newer:03d}_from_a_newer_release")
+    assert (await store.schema_versions()).store_is_newer
+    port = free_port()
+    config = write_config(tmp_path / "c.toml", db_url, routes=ROUTES, port=port)
+
+    refused = hookinbox("migrate", "--config", str(config))
+    assert (refused.returncode, refused.stdout) == (3, ""), refused.stderr
+    assert refused.stderr.splitlines() == [
+        f"hookinbox: store_schema_newer: the store's schema is at version {newer}, newer"
+        f" than this hookinbox's {versions.code}: a newer release migrated it; run that"
+        " release"
+    ]
+
+    env = hookinbox_env({SECRET_ENV: SECRET})
+    worker = HookinboxProcess(["worker", "--config", str(config)], env, tmp_path / "w.log")
+    server = HookinboxProcess(
+        ["serve", "--config", str(config), "--no-workers"], env, tmp_path / "s.log"
+    )
+    worker.start()
+    server.start()
+    try:
+        server.wait_healthy(f"http://127.0.0.1:{port}")
+        for process in (worker, server):
+
+            def warned(process: HookinboxProcess = process) -> bool:
+                assert process.proc is not None and process.proc.poll() is None, process.output()
+                return '"store_schema_newer"' in process.output()
+
+            wait_until(warned, 30, "the start-up warning")
+            (line,) = (
+                json.loads(text)
+                for text in process.output().splitlines()
+                if '"store_schema_newer"' in text
+            )
+            assert {k: line[k] for k in ("event", "level", "store_version", "code_version")} == {
+                "event": "store_schema_newer",
+                "level": "warning",
+                "store_version": newer,
+                "code_version": versions.code,
+            }
+    finally:
+        worker.stop()
+        server.stop()
+    assert worker.proc is not None and worker.proc.returncode == 0, worker.output()
 
 
 @pytest.mark.slow

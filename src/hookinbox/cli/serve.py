@@ -21,8 +21,10 @@ from hookinbox.cli.common import (
 )
 from hookinbox.cli.configuration import check_config, checked_inbox
 from hookinbox.config import Config, load_config, resolve_config_path
+from hookinbox.errors import StoreSchemaNewer
 from hookinbox.logs import configure_logging, get_logger
 from hookinbox.store import (
+    SchemaVersions,
     open_store_for,
 )
 
@@ -158,6 +160,7 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
         build_receiver,
         build_worker_pool,
         check_store_clock,
+        check_store_schema,
         default_metrics,
     )
     from hookinbox.catch_up import run_catch_up_schedule, scheduled_sources
@@ -176,6 +179,7 @@ def worker(config_path: str | None, log_format: str, log_level: str) -> None:
         tracing = build_tracing(config)
         try:
             async with opened_store(config, create=True) as store:
+                await check_store_schema(store)
                 await check_store_clock(store, config)
                 metrics = default_metrics(config)
                 pool = build_worker_pool(config, store, tracing=tracing, metrics=metrics)
@@ -216,13 +220,22 @@ def migrate(config_path: str | None, create: bool) -> None:
     config = load_config(config_path)
     check_config(config)
 
-    async def go() -> list[str]:
+    async def go() -> tuple[list[str], SchemaVersions]:
         store = open_store_for(config.database)
         await store.open(migrate=False, make_dirs=create)
         try:
-            return await store.migrate()
+            return await store.migrate(), await store.schema_versions()
         finally:
             await store.close()
 
-    applied = run(go())
-    click.echo(f"applied: {', '.join(applied)}" if applied else "schema is up to date")
+    applied, versions = run(go())
+    if versions.store_is_newer:
+        raise StoreSchemaNewer(
+            f"the store's schema is at version {versions.store}, newer than this"
+            f" hookinbox's {versions.code}: a newer release migrated it; run that release"
+        )
+    click.echo(
+        f"applied: {', '.join(applied)} (schema version {versions.store})"
+        if applied
+        else f"schema is up to date (version {versions.store})"
+    )

@@ -26,7 +26,7 @@ from hookinbox.store.catch_up import (
     PageCommit,
     PageEntry,
 )
-from hookinbox.store.core import Store
+from hookinbox.store.core import SchemaVersions, Store
 from hookinbox.store.decisions import TransitionRules
 from hookinbox.store.destination_state import DestinationState, Release
 from hookinbox.store.driver import WriteClock, timing_writes
@@ -149,6 +149,7 @@ __all__ = [
     "ResourceView",
     "Retirement",
     "RewrapBatch",
+    "SchemaVersions",
     "SettleOutcome",
     "Settlement",
     "SourceState",

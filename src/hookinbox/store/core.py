@@ -20,6 +20,7 @@ driver the URL picks; the journal and the queue also share the dialect's hot pat
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from hookinbox.errors import StoreNotFound
 from hookinbox.sealing import PLAINTEXT, Sealer
@@ -34,6 +35,7 @@ from hookinbox.store.erasure import Erasure
 from hookinbox.store.hot_path import HotPath
 from hookinbox.store.hot_path_postgres import PostgresHotPath
 from hookinbox.store.journal import Journal
+from hookinbox.store.migrations import load_migrations
 from hookinbox.store.notices import Notices
 from hookinbox.store.outbox import Outbox
 from hookinbox.store.partitions import Partitions
@@ -52,9 +54,28 @@ _TABLES = ("deliveries", "jobs", "payloads", "effects", "attempts")
 _SQL = load_statements("core")
 _COUNT_ROWS = _SQL["count_rows"]
 _STORE_CLOCK = _SQL["store_clock"]
+_SCHEMA_VERSION = _SQL["schema_version"]
 
 #: This host's clock, as :meth:`Store.clock_offset` reads it.
 host_clock = time.time
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaVersions:
+    """The highest migration the store has had and the highest this hookinbox knows.
+
+    A store ahead of the code was migrated by a newer hookinbox: a process of the
+    version before keeps working on it through a rolling upgrade (each migration is
+    written for that), but one further behind, or left behind after a rollback, may
+    not, so it is said at start-up and ``hookinbox migrate`` refuses to call it up to
+    date."""
+
+    store: int
+    code: int
+
+    @property
+    def store_is_newer(self) -> bool:
+        return self.store > self.code
 
 
 class Store:
@@ -120,6 +141,12 @@ class Store:
         applied = await self._db.migrate()
         await self.partitions.create_ahead()
         return applied
+
+    async def schema_versions(self) -> SchemaVersions:
+        found = await self._db.row(_SCHEMA_VERSION)
+        applied = int(found["version"]) if found and found["version"] is not None else 0
+        known = max(m.version for m in load_migrations(self._db.migrations, self._db.dialect))
+        return SchemaVersions(store=applied, code=known)
 
     async def ping(self) -> None:
         """Raise StoreUnavailable unless the store can commit now."""

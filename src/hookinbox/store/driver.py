@@ -65,6 +65,8 @@ def count_write(held: float) -> None:
 class Driver(abc.ABC):
     url: str
     dialect: Dialect
+    #: The package whose numbered migrations this driver applies (with the shared ones).
+    migrations: str
 
     @abc.abstractmethod
     def decode_time(self, value: Any) -> datetime | None:

@@ -70,6 +70,9 @@ SELECT (SELECT count(*) FROM deliveries) AS deliveries, (SELECT count(*) FROM jo
     (SELECT count(*) FROM payloads) AS payloads, (SELECT count(*) FROM effects) AS effects,
     (SELECT count(*) FROM attempts) AS attempts;
 
+-- name: core.schema_version
+SELECT max(version) AS version FROM schema_migrations;
+
 -- name: core.store_clock
 SELECT now() AS now;
 

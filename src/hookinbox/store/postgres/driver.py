@@ -152,6 +152,7 @@ async def _plan_once(connection: asyncpg.Connection) -> None:
 
 class PostgresDriver(Driver):
     dialect = POSTGRES
+    migrations = "hookinbox.store.postgres"
 
     def __init__(self, url: str, *, pool_size: int = 10) -> None:
         self.url = url
@@ -283,7 +284,7 @@ class PostgresDriver(Driver):
                 done = {
                     r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")
                 }
-                for migration in load_migrations("hookinbox.store.postgres", POSTGRES):
+                for migration in load_migrations(self.migrations, self.dialect):
                     if migration.version in done:
                         continue
                     *first, last = _MIGRATION_STEP.split(migration.sql)

@@ -155,6 +155,7 @@ def _bind(params: Mapping[str, Any]) -> Mapping[str, Any]:
 
 class SQLiteDriver(Driver):
     dialect = SQLITE
+    migrations = "hookinbox.store.sqlite"
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -206,7 +207,7 @@ class SQLiteDriver(Driver):
             )
             done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
             applied = []
-            for migration in load_migrations("hookinbox.store.sqlite", SQLITE):
+            for migration in load_migrations(self.migrations, self.dialect):
                 if migration.version in done:
                     continue
                 # One script, one transaction: a second process racing us fails on the
