@@ -1879,12 +1879,6 @@ WHERE j.id = $1
 ORDER BY h.id
 LIMIT 1;
 
--- name: reads.count_deliveries_without_jobs
-SELECT count(*)
-FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default")
-  AND d.id >= hookinbox_jobs_kept_from() COLLATE "C";
-
 -- name: reads.count_expired_leases
 SELECT count(*)
 FROM jobs
@@ -1982,8 +1976,10 @@ ORDER BY n DESC, reason;
 SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail,
     min(d.first_seen_at) AS since, count(*) AS deliveries
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id COLLATE "default")
-  AND d.id >= hookinbox_jobs_kept_from() COLLATE "C"
+WHERE d.id IN (
+    SELECT m.id FROM deliveries m
+    WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = m.id COLLATE "default")
+      AND m.id >= hookinbox_jobs_kept_from() COLLATE "C")
 GROUP BY d.source, d.event_type
 ORDER BY d.source, d.event_type
 LIMIT $1;

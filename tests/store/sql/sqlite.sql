@@ -1377,12 +1377,6 @@ WHERE j.id = :id
 ORDER BY h.id
 LIMIT 1;
 
--- name: reads.count_deliveries_without_jobs
-SELECT count(*)
-FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id )
-  AND d.id >= '';
-
 -- name: reads.count_expired_leases
 SELECT count(*)
 FROM jobs
@@ -1473,8 +1467,10 @@ ORDER BY n DESC, reason;
 SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail,
     min(d.first_seen_at) AS since, count(*) AS deliveries
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id )
-  AND d.id >= ''
+WHERE d.id IN (
+    SELECT m.id FROM deliveries m
+    WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = m.id )
+      AND m.id >= '')
 GROUP BY d.source, d.event_type
 ORDER BY d.source, d.event_type
 LIMIT :limit;

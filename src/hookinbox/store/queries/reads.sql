@@ -74,16 +74,6 @@ FROM jobs
 WHERE state = 'failed'
   AND failed_at < {now} - {secs:age};
 
--- name: count_deliveries_without_jobs
--- Not the journal rows before the first day of jobs still there (PostgreSQL's days of
--- jobs retire at the key retention; a journal row seen again since keeps its key only).
--- A whole-journal check: one hash anti-join on the delivery id, without the range of
--- {jobs_of}, which serves a probe by key and here would be a filter on every pair.
-SELECT count(*)
-FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default})
-  AND d.id >= {jobs_kept_from};
-
 -- name: count_unrecorded_effects
 SELECT count(*)
 FROM effects e
@@ -134,11 +124,21 @@ ORDER BY failed_at
 LIMIT :limit;
 
 -- name: sample_deliveries_without_jobs
+-- Grouped by source and type, each group with its count: the check's count is their sum
+-- (no count statement of its own, so the journal is read once).
+-- Not the journal rows before the first day of jobs still there (PostgreSQL's days of
+-- jobs retire at the key retention; a journal row seen again since keeps its key only).
+-- A whole-journal check: one hash anti-join on the delivery id, without the range of
+-- {jobs_of}, which serves a probe by key and here would be a filter on every pair. The
+-- anti-join reads the journal's ids alone (PostgreSQL: from its primary key, not its
+-- rows); only the rows it finds are read whole, for their source and type.
 SELECT min(d.id) AS id, min(d.id) AS delivery_id, d.source, d.event_type AS detail,
     min(d.first_seen_at) AS since, count(*) AS deliveries
 FROM deliveries d
-WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = d.id {collate:default})
-  AND d.id >= {jobs_kept_from}
+WHERE d.id IN (
+    SELECT m.id FROM deliveries m
+    WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.delivery_id = m.id {collate:default})
+      AND m.id >= {jobs_kept_from})
 GROUP BY d.source, d.event_type
 ORDER BY d.source, d.event_type
 LIMIT :limit;
