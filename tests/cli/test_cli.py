@@ -7,6 +7,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -280,8 +281,8 @@ async def record_migration(db_url: str, version: int, name: str) -> None:
     """A row of schema_migrations as a newer release's migrate would leave it."""
     if db_url.startswith("sqlite"):
         with sqlite3.connect(db_url.removeprefix("sqlite:///")) as conn:
-            conn.execute(
-                "INSERT INTO schema_migrations VALUES (?, ?, julianday('now'))", (version, name)
+            conn.execute(  # applied_at in unix seconds, as SQLite's store keeps times
+                "INSERT INTO schema_migrations VALUES (?, ?, ?)", (version, name, time.time())
             )
         return
     async with pg_session(db_url) as conn:
